@@ -1,0 +1,42 @@
+# neardup-spark developer commands. `make` alone lists them.
+.DEFAULT_GOAL := help
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_DIR ?= data/demo
+DEMO_OUT ?= out/demo
+DEMO_DOCS ?= 5000
+
+.PHONY: help setup demo test lint format bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv with the package, the `neardup` script and dev tools
+
+demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
+	$(BIN)/neardup generate $(DEMO_DIR) --docs $(DEMO_DOCS) --seed 1 --overwrite
+	$(BIN)/neardup dedupe $(DEMO_DIR)/corpus $(DEMO_OUT) --overwrite
+
+test: $(STAMP)  ## run the test suite (real Spark in local mode)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)  ## ruff and mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy neardup_spark
+
+format: $(STAMP)  ## apply ruff's formatting and safe fixes
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:  ## remove the venv, demo data and outputs
+	rm -rf $(VENV) data out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,25 @@
+"""Column names shared by the stages and the output contract."""
+
+# Output contract (clusters/, pairs/)
+DOC_ID = "doc_id"
+CLUSTER_ID = "cluster_id"
+IS_REPRESENTATIVE = "is_representative"
+DOC_A = "doc_a"
+DOC_B = "doc_b"
+METHOD = "method"
+SIMILARITY = "similarity"
+JACCARD = "jaccard"
+ESTIMATE = "estimate"
+HAMMING = "hamming"
+
+# Internal, between stages
+TEXT = "text"
+TEXT_IS_NULL = "text_is_null"
+N_CHARS = "n_chars"
+N_WORDS = "n_words"
+N_SHINGLES = "n_shingles"
+SHINGLES = "shingles"  # sorted uint64 shingle hashes, little-endian bytes
+SKETCH = "sketch"  # uint32 MinHash values, little-endian bytes
+BAND_KEYS = "band_keys"  # one int64 per band
+BAND_KEY = "band_key"
+COMPONENT = "component"

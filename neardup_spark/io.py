@@ -1,0 +1,156 @@
+"""Reading the corpus, checking it, and writing outputs: the only module that touches storage.
+
+Paths go through Hadoop's FileSystem API, so local paths, ``file://``, ``hdfs://`` and object
+stores (with their connector on the classpath) all work the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from neardup_spark.columns import DOC_ID, TEXT
+from neardup_spark.errors import UserError
+
+log = logging.getLogger(__name__)
+
+SUCCESS_MARKER = "_SUCCESS"
+REPORT_FILE = "report.json"
+CHECKPOINT_DIR = "_checkpoints"
+# What a run of ours may leave in OUTPUT; anything else there means the path is someone else's.
+OUTPUT_ENTRIES = frozenset(
+    {"clusters", "pairs", "deduplicated", REPORT_FILE, SUCCESS_MARKER, CHECKPOINT_DIR,
+     "manifest.json", "report.html", "changed_clusters"}
+)
+ID_TYPES = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
+MAX_IDS_IN_MESSAGE = 5
+
+
+def read_corpus(spark: SparkSession, path: str) -> DataFrame:
+    """Read a Parquet file or directory; a missing or unreadable path is a :class:`UserError`."""
+    try:
+        return spark.read.parquet(path)
+    except AnalysisException as exc:
+        text = str(exc)
+        if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
+            raise UserError(f"input not found: {path}") from None
+        if "UNABLE_TO_INFER_SCHEMA" in text:
+            raise UserError(f"no Parquet files found under {path}") from None
+        raise UserError(f"cannot read {path} as Parquet: {text.splitlines()[0]}") from None
+
+
+def check_columns(df: DataFrame, id_col: str, text_col: str) -> None:
+    """The id and text columns exist and have usable types; fails before any Spark job."""
+    present = ", ".join(f"{f.name} ({f.dataType.simpleString()})" for f in df.schema.fields)
+    for role, name in (("id", id_col), ("text", text_col)):
+        if name not in df.columns:
+            raise UserError(
+                f"the {role} column {name!r} is not in the input; columns present: {present}. "
+                f"Choose it with --{role}-col."
+            )
+    id_type = df.schema[id_col].dataType
+    if not isinstance(id_type, ID_TYPES):
+        raise UserError(
+            f"the id column {id_col!r} has type {id_type.simpleString()}; "
+            "it must be a string or an integer"
+        )
+    text_type = df.schema[text_col].dataType
+    if not isinstance(text_type, T.StringType):
+        raise UserError(
+            f"the text column {text_col!r} has type {text_type.simpleString()}; it must be a string"
+        )
+
+
+def check_ids(df: DataFrame, id_col: str) -> None:
+    """No null and no repeated ids (one Spark job over the id column only)."""
+    bad = (
+        df.groupBy(id_col)
+        .count()
+        .where(F.col(id_col).isNull() | (F.col("count") > 1))
+        .orderBy(F.col(id_col).asc_nulls_first())
+        .limit(MAX_IDS_IN_MESSAGE + 1)
+        .collect()
+    )
+    if not bad:
+        return
+    nulls = [row["count"] for row in bad if row[id_col] is None]
+    if nulls:
+        raise UserError(f"{nulls[0]} rows have a null id in column {id_col!r}; every row needs an id")
+    shown = ", ".join(f"{row[id_col]!r} ({row['count']}x)" for row in bad[:MAX_IDS_IN_MESSAGE])
+    more = " and more" if len(bad) > MAX_IDS_IN_MESSAGE else ""
+    raise UserError(f"ids in column {id_col!r} are not unique: {shown}{more}")
+
+
+def as_documents(df: DataFrame, id_col: str, text_col: str) -> DataFrame:
+    """Input rows -> ``doc_id``, ``text`` (the stages' input)."""
+    return df.select(F.col(id_col).alias(DOC_ID), F.col(text_col).alias(TEXT))
+
+
+class OutputDir:
+    """An output directory on any Hadoop-supported file system."""
+
+    def __init__(self, spark: SparkSession, path: str) -> None:
+        self.path = path
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        self._jvm = jvm
+        self._root = jvm.org.apache.hadoop.fs.Path(path)
+        self._fs = self._root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+    def child(self, name: str) -> str:
+        return self.path.rstrip("/") + "/" + name
+
+    def _path(self, name: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(self.child(name))
+
+    def exists(self, name: str | None = None) -> bool:
+        return bool(self._fs.exists(self._root if name is None else self._path(name)))
+
+    def delete(self, name: str | None = None) -> None:
+        self._fs.delete(self._root if name is None else self._path(name), True)
+
+    def entries(self) -> list[str]:
+        if not self.exists():
+            return []
+        return [status.getPath().getName() for status in self._fs.listStatus(self._root)]
+
+    def prepare(self, overwrite: bool) -> None:
+        """Refuse a finished output unless ``overwrite``; clear a partial one.
+
+        A directory holding anything a run of ours would not write is never deleted.
+        """
+        if self.exists() and not self._fs.getFileStatus(self._root).isDirectory():
+            raise UserError(f"output {self.path} exists and is a file")
+        foreign = sorted(set(self.entries()) - OUTPUT_ENTRIES)
+        if foreign:
+            raise UserError(
+                f"output {self.path} exists and holds files this job did not write "
+                f"({', '.join(foreign[:5])}); choose an empty or new directory"
+            )
+        if self.exists(SUCCESS_MARKER) and not overwrite:
+            raise UserError(
+                f"output {self.path} already holds a finished run; pass --overwrite to replace it"
+            )
+        if self.exists():
+            if not self.exists(SUCCESS_MARKER):
+                log.info("removing the unfinished output at %s", self.path)
+            self.delete()
+
+    def write_text(self, name: str, text: str) -> None:
+        stream = self._fs.create(self._path(name), True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
+    def write_json(self, name: str, data: dict[str, Any]) -> None:
+        self.write_text(name, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+    def mark_success(self) -> None:
+        self.write_text(SUCCESS_MARKER, "")

@@ -1,0 +1,163 @@
+"""Words, word k-shingles and their 64-bit hashes, for a whole Arrow batch at once.
+
+A document's shingles are its runs of ``k`` consecutive words; a document with fewer than ``k``
+words (but at least one) is a single shingle of all its words; an empty document has none.
+
+Hashing: each distinct word of a batch is hashed once with MurmurHash3 (``mmh3.hash64``, x64
+variant, unsigned, first 64 bits) under ``seed``; a shingle's hash combines the hashes of its
+words with position-dependent odd multipliers and MurmurHash3's ``fmix64`` finaliser (see
+:func:`combine_word_hashes`). Word order matters: ``a b`` and ``b a`` differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mmh3
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from neardup_spark.kernels.hashing import GOLDEN64, fmix64, splitmix64_stream
+
+# Bump when anything here changes the hash of a shingle: an index built under another version
+# cannot be mixed with new sketches.
+SHINGLE_HASH_VERSION = 1
+_POSITION_SEED = 0x5EED_0F_5A1A
+
+
+@dataclass(frozen=True)
+class WordBatch:
+    """The words of a batch of documents, flattened: doc ``d`` owns
+    ``hashes[offsets[d]:offsets[d+1]]``."""
+
+    offsets: np.ndarray  # int64, n_docs + 1
+    hashes: np.ndarray  # uint64, one per word occurrence
+
+
+@dataclass(frozen=True)
+class ShingleSets:
+    """Sorted, de-duplicated shingle hashes per document (CSR layout)."""
+
+    offsets: np.ndarray  # int64, n_docs + 1
+    hashes: np.ndarray  # uint64
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def doc(self, i: int) -> np.ndarray:
+        return self.hashes[self.offsets[i] : self.offsets[i + 1]]
+
+
+def split_words(normalized: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """Split normalised texts on whitespace: ``(flat words, doc index of each word)``.
+
+    Null texts and empty tokens contribute no words.
+    """
+    if isinstance(normalized, pa.ChunkedArray):
+        normalized = normalized.combine_chunks()
+    lists = pc.utf8_split_whitespace(normalized)
+    flat = pc.list_flatten(lists)
+    parents = pc.list_parent_indices(lists)
+    keep = pc.greater(pc.utf8_length(flat), 0)
+    return flat.filter(keep), parents.filter(keep).to_numpy(zero_copy_only=False)
+
+
+def hash_words(words: pa.Array, seed: int) -> np.ndarray:
+    """64-bit MurmurHash3 of each word; each distinct word is hashed once.
+
+    >>> hash_words(pa.array(["a", "b", "a"]), 0).tolist()[0] == mmh3.hash64("a", 0, signed=False)[0]
+    True
+    """
+    if len(words) == 0:
+        return np.zeros(0, dtype=np.uint64)
+    encoded = pc.dictionary_encode(words)
+    seed32 = seed & 0xFFFFFFFF
+    distinct = np.fromiter(
+        (mmh3.hash64(w, seed32, signed=False)[0] for w in encoded.dictionary.to_pylist()),
+        dtype=np.uint64,
+        count=len(encoded.dictionary),
+    )
+    return distinct[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+def word_batch(normalized: pa.Array, seed: int) -> WordBatch:
+    """Hash the words of a batch of normalised texts."""
+    words, parents = split_words(normalized)
+    counts = np.bincount(parents, minlength=len(normalized)).astype(np.int64)
+    offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return WordBatch(offsets=offsets, hashes=hash_words(words, seed))
+
+
+def position_multipliers(k: int) -> np.ndarray:
+    """Odd 64-bit multipliers, one per position in a shingle."""
+    return splitmix64_stream(_POSITION_SEED, k) | np.uint64(1)
+
+
+def combine_word_hashes(words: WordBatch, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Hash every word k-shingle of every document, in order (repeats kept).
+
+    Returns ``(offsets, hashes)`` in CSR layout. The hash of the shingle of words
+    ``w_0 .. w_{L-1}`` (``L = k``, or the word count of a document shorter than ``k``) is
+    ``fmix64(sum_j h(w_j) * M_j  XOR  L * golden)`` modulo 2**64.
+    """
+    if k < 1:
+        raise ValueError(f"shingle size k must be >= 1, got {k}")
+    n_words = np.diff(words.offsets)
+    n_shingles = np.where(n_words >= k, n_words - k + 1, np.minimum(n_words, 1))
+    offsets = np.zeros(len(n_words) + 1, dtype=np.int64)
+    np.cumsum(n_shingles, out=offsets[1:])
+    total = int(offsets[-1])
+    if total == 0:
+        return offsets, np.zeros(0, dtype=np.uint64)
+    doc_of = np.repeat(np.arange(len(n_words)), n_shingles)
+    starts = words.offsets[doc_of] + (np.arange(total) - offsets[doc_of])
+    lengths = np.minimum(n_words[doc_of], k).astype(np.uint64)
+    mult = position_multipliers(k)
+    last = len(words.hashes) - 1
+    acc = np.zeros(total, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(k):
+            term = words.hashes[np.minimum(starts + j, last)] * mult[j]
+            acc += np.where(lengths > j, term, np.uint64(0))
+        acc ^= lengths * GOLDEN64
+    return offsets, fmix64(acc)
+
+
+def unique_per_doc(offsets: np.ndarray, values: np.ndarray) -> ShingleSets:
+    """Sort and de-duplicate each document's values."""
+    parts = [np.unique(values[offsets[i] : offsets[i + 1]]) for i in range(len(offsets) - 1)]
+    sizes = np.fromiter((p.size for p in parts), dtype=np.int64, count=len(parts))
+    new_offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+    return ShingleSets(offsets=new_offsets, hashes=flat.astype(np.uint64, copy=False))
+
+
+def shingle_sets(normalized: pa.Array, k: int, seed: int) -> ShingleSets:
+    """Sorted shingle-hash sets of a batch of normalised texts."""
+    offsets, hashes = combine_word_hashes(word_batch(normalized, seed), k)
+    return unique_per_doc(offsets, hashes)
+
+
+def shingle_strings(normalized_text: str, k: int) -> list[str]:
+    """The distinct k-shingles of one normalised text, as strings, in first-seen order.
+
+    For explanations and tests; the job works on hashes.
+
+    >>> shingle_strings("a rose is a rose is a rose", 4)
+    ['a rose is a', 'rose is a rose', 'is a rose is']
+    >>> shingle_strings("a rose", 4)
+    ['a rose']
+    """
+    words = normalized_text.split()
+    if not words:
+        return []
+    if len(words) < k:
+        return [" ".join(words)]
+    seen = dict.fromkeys(" ".join(words[i : i + k]) for i in range(len(words) - k + 1))
+    return list(seen)

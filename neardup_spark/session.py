@@ -1,0 +1,47 @@
+"""Building the SparkSession for the command line and ``jobs/`` entry points."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+from neardup_spark.config import DedupeConfig
+
+# Applied when this process starts the JVM itself in local mode; any of them can be overridden
+# with --set spark.KEY=VALUE or a config file's ``spark:`` mapping.
+LOCAL_DEFAULTS = {
+    "spark.driver.memory": "2g",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.adaptive.enabled": "true",
+}
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit started this Python process (its JVM is already running)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(config: DedupeConfig, app_name: str = "neardup-spark") -> SparkSession:
+    """A SparkSession for ``config``.
+
+    Master: the one spark-submit was given wins; else ``config.master``; else ``local[*]``.
+    Python workers run the interpreter running this code unless PYSPARK_PYTHON says otherwise.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    settings: dict[str, str] = {}
+    if not under_spark_submit():
+        master = config.master or "local[*]"
+        builder = builder.master(master)
+        if master.startswith("local"):
+            settings.update(LOCAL_DEFAULTS)
+    settings.update(config.spark)
+    settings["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(config.arrow_batch_size)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", "WARN"))
+    return spark
