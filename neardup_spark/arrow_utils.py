@@ -12,11 +12,13 @@ def binary_from_csr(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
     byte_offsets = (offsets * data.itemsize).astype(np.int64)
     if byte_offsets[-1] < 2**31:
         return pa.Array.from_buffers(
-            pa.binary(), len(offsets) - 1,
+            pa.binary(),
+            len(offsets) - 1,
             [None, pa.py_buffer(byte_offsets.astype(np.int32)), pa.py_buffer(data.tobytes())],
         )
     return pa.Array.from_buffers(
-        pa.large_binary(), len(offsets) - 1,
+        pa.large_binary(),
+        len(offsets) - 1,
         [None, pa.py_buffer(byte_offsets), pa.py_buffer(data.tobytes())],
     )
 

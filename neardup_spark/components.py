@@ -1,20 +1,31 @@
-"""Connected components of the verified-pair graph in Spark: alternating large-star and
-small-star (Kiveris, Lattanzi, Mirrokni, Rastogi, Vassilvitskii 2014), O(log^2 n) rounds.
+"""Connected components of the verified-pair graph, labelled by each component's smallest id.
 
-Each round keeps the edge set as ``(a, b)`` with ``a < b``. It ends when every component is a
-star around its smallest id: no node is both the smaller end of one edge and the larger end of
-another. The edge list never leaves the executors; lineage is cut every round by a checkpoint.
+Two strategies, chosen by the number of edges (known from the verification counts):
+
+* up to ``single_task_max_edges`` edges: one executor task gathers the edge list and runs
+  SciPy's connected components (:mod:`neardup_spark.kernels.union_find`): one Spark job instead
+  of several per round, which dominates small runs;
+* above it, distributed alternating large-star / small-star (Kiveris, Lattanzi, Mirrokni,
+  Rastogi, Vassilvitskii 2014), O(log^2 n) rounds. Each round keeps the edge set as ``(a, b)``
+  with ``a < b``; it ends when every component is a star around its smallest id (no node is both
+  the smaller end of one edge and the larger end of another). Lineage is cut every round by a
+  checkpoint.
+
+Either way the edge list stays on the executors; nothing is collected to the driver.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from neardup_spark.columns import COMPONENT, DOC_A, DOC_B, DOC_ID
+from neardup_spark.kernels.union_find import component_labels
 
 log = logging.getLogger(__name__)
 
@@ -67,17 +78,44 @@ def _is_forest_of_stars(edges: DataFrame) -> bool:
     return edges.select(DOC_A).join(leaves, DOC_A, "left_semi").limit(1).count() == 0
 
 
+def _labels_in_one_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    table = pa.Table.from_batches(list(batches))
+    if table.num_rows == 0:
+        return
+    nodes, labels = component_labels(
+        table.column(DOC_A).combine_chunks(), table.column(DOC_B).combine_chunks()
+    )
+    yield pa.RecordBatch.from_arrays([nodes, labels], names=[DOC_ID, COMPONENT])
+
+
+def single_task_components(edges: DataFrame) -> DataFrame:
+    """Edges -> labels, in one executor task (for graphs that fit one task's memory).
+
+    Input columns: ``doc_a``, ``doc_b``. Output columns: ``doc_id``, ``component``.
+    """
+    id_type = edges.schema[DOC_A].dataType
+    schema = T.StructType(
+        [T.StructField(DOC_ID, id_type, False), T.StructField(COMPONENT, id_type, False)]
+    )
+    return edges.select(DOC_A, DOC_B).coalesce(1).mapInArrow(_labels_in_one_task, schema)
+
+
 def connected_components(
     edges: DataFrame,
     checkpoint: Callable[[DataFrame], DataFrame],
+    n_edges: int | None = None,
+    single_task_max_edges: int = 0,
     max_rounds: int = 100,
 ) -> tuple[DataFrame, int]:
     """Undirected edges -> ``(labels, rounds)``.
 
     Input columns: ``doc_a``, ``doc_b`` (any orientation; self-loops and repeats ignored).
     Output columns: ``doc_id``, ``component`` (the smallest id of its component), one row per node
-    that appears in an edge. ``checkpoint`` persists a DataFrame and cuts its lineage.
+    that appears in an edge. ``checkpoint`` persists a DataFrame and cuts its lineage. With
+    ``n_edges <= single_task_max_edges`` the single-task strategy runs (0 rounds).
     """
+    if n_edges is not None and n_edges <= single_task_max_edges:
+        return checkpoint(single_task_components(edges)), 0
     current = checkpoint(_normalized(edges))
     rounds = 0
     while not _is_forest_of_stars(current):

@@ -43,6 +43,9 @@ class DedupeConfig:
     # LSH buckets up to this size emit all their pairs; larger ones a star from their smallest
     # id, so candidate edges stay linear in the bucket size.
     bucket_all_pairs_max: int = 10
+    # Verified graphs up to this many edges get their components in one executor task (SciPy);
+    # larger ones in distributed large-star/small-star rounds.
+    components_single_task_max_edges: int = 2_000_000
     arrow_batch_size: int = 2000
     master: str | None = None
     spark: dict[str, str] = field(default_factory=dict)
@@ -79,6 +82,10 @@ class DedupeConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.components_single_task_max_edges, int) or (
+            self.components_single_task_max_edges < 0
+        ):
+            raise UserError("components_single_task_max_edges must be an integer >= 0")
         if self.bucket_all_pairs_max < 2:
             raise UserError("bucket_all_pairs_max must be >= 2")
         if not self.id_col or not self.text_col:
@@ -110,9 +117,8 @@ def _merge(base: dict[str, Any], layer: dict[str, Any], source: str) -> dict[str
             sub_known = {f.name for f in dataclasses.fields(_NESTED[key])}
             for sub in value:
                 if sub not in sub_known:
-                    raise UserError(
-                        f"{source}: unknown setting {key}.{sub}; known: {', '.join(sorted(sub_known))}"
-                    )
+                    known_list = ", ".join(sorted(sub_known))
+                    raise UserError(f"{source}: unknown setting {key}.{sub}; known: {known_list}")
             out[key] = {**out.get(key, {}), **value}
         elif key == "spark":
             if not isinstance(value, dict):
@@ -133,8 +139,9 @@ def parse_override(text: str) -> dict[str, Any]:
     except yaml.YAMLError:
         value = raw
     parts = key.strip().split(".")
-    if parts[0] == "spark":  # Spark keys contain dots themselves: spark.sql.shuffle.partitions
-        return {"spark": {".".join(parts[1:]): raw}} if len(parts) > 1 else {"spark": value}
+    if parts[0] == "spark" and len(parts) > 1:
+        # A Spark setting, kept whole: --set spark.sql.shuffle.partitions=8
+        return {"spark": {key.strip(): raw}}
     node: dict[str, Any] = {}
     cursor = node
     for part in parts[:-1]:

@@ -25,8 +25,17 @@ REPORT_FILE = "report.json"
 CHECKPOINT_DIR = "_checkpoints"
 # What a run of ours may leave in OUTPUT; anything else there means the path is someone else's.
 OUTPUT_ENTRIES = frozenset(
-    {"clusters", "pairs", "deduplicated", REPORT_FILE, SUCCESS_MARKER, CHECKPOINT_DIR,
-     "manifest.json", "report.html", "changed_clusters"}
+    {
+        "clusters",
+        "pairs",
+        "deduplicated",
+        REPORT_FILE,
+        SUCCESS_MARKER,
+        CHECKPOINT_DIR,
+        "manifest.json",
+        "report.html",
+        "changed_clusters",
+    }
 )
 ID_TYPES = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 MAX_IDS_IN_MESSAGE = 5
@@ -81,7 +90,9 @@ def check_ids(df: DataFrame, id_col: str) -> None:
         return
     nulls = [row["count"] for row in bad if row[id_col] is None]
     if nulls:
-        raise UserError(f"{nulls[0]} rows have a null id in column {id_col!r}; every row needs an id")
+        raise UserError(
+            f"{nulls[0]} rows have a null id in column {id_col!r}; every row needs an id"
+        )
     shown = ", ".join(f"{row[id_col]!r} ({row['count']}x)" for row in bad[:MAX_IDS_IN_MESSAGE])
     more = " and more" if len(bad) > MAX_IDS_IN_MESSAGE else ""
     raise UserError(f"ids in column {id_col!r} are not unique: {shown}{more}")

@@ -31,9 +31,18 @@ from neardup_spark.io import (
     check_ids,
     read_corpus,
 )
-from neardup_spark.kernels.lsh import approximate_threshold, candidate_probability, probability_curve
+from neardup_spark.kernels.lsh import (
+    approximate_threshold,
+    candidate_probability,
+    probability_curve,
+)
 from neardup_spark.stages.candidates import bucket_members, candidate_pairs
-from neardup_spark.stages.clusters import cluster_table, deduplicated_rows, pairs_table, representatives
+from neardup_spark.stages.clusters import (
+    cluster_table,
+    deduplicated_rows,
+    pairs_table,
+    representatives,
+)
 from neardup_spark.stages.sketch import sketch
 from neardup_spark.stages.verify import score_candidates, verified
 
@@ -145,7 +154,12 @@ def dedupe(
     edges = scored.transform(verified(config.threshold))
 
     with timer.stage("components"):
-        labels, rounds = connected_components(edges, checkpoint)
+        labels, rounds = connected_components(
+            edges,
+            checkpoint,
+            n_edges=counts["verified_pairs"],
+            single_task_max_edges=config.components_single_task_max_edges,
+        )
         members = labels.transform(representatives(config.representative, sketches)).persist()
         removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
     counts["removed"] = int(removed)
@@ -159,7 +173,10 @@ def dedupe(
         "config": config.to_dict(),
         "banding": banding_report(config),
         "counts": counts,
-        "components_rounds": rounds,
+        "components": {
+            "strategy": "distributed" if rounds else "single_task",
+            "rounds": rounds,
+        },
         "stage_seconds": timer.seconds,
     }
     return DedupeResult(clusters, pairs, deduplicated, report, [sketches, scored, members])

@@ -34,6 +34,9 @@ class NormalizeOptions:
     collapse_whitespace: bool = True
 
 
+DEFAULT_OPTIONS = NormalizeOptions()
+
+
 def _casefold(texts: pa.Array) -> pa.Array:
     """Full Unicode case folding; ASCII strings use Arrow's vectorised lower-casing."""
     lowered = pc.ascii_lower(texts)
@@ -48,7 +51,7 @@ def _casefold(texts: pa.Array) -> pa.Array:
     return pa.array(folded, type=texts.type)
 
 
-def normalize_texts(texts: pa.Array, options: NormalizeOptions = NormalizeOptions()) -> pa.Array:
+def normalize_texts(texts: pa.Array, options: NormalizeOptions = DEFAULT_OPTIONS) -> pa.Array:
     """Normalise an Arrow string array; returns an array of the same length and type.
 
     >>> normalize_texts(pa.array(["The  Crawler, fetches!", None, "Straße"])).to_pylist()
@@ -69,7 +72,7 @@ def normalize_texts(texts: pa.Array, options: NormalizeOptions = NormalizeOption
     return out
 
 
-def normalize_text(text: str | None, options: NormalizeOptions = NormalizeOptions()) -> str | None:
+def normalize_text(text: str | None, options: NormalizeOptions = DEFAULT_OPTIONS) -> str | None:
     """Normalise one text with exactly the batch code path.
 
     >>> normalize_text("Ａ rose, is a ROSE.")

@@ -83,7 +83,16 @@ def sketch_batch_fn(
                     binary_from_rows(sketches),
                     key_lists,
                 ],
-                names=[DOC_ID, TEXT_IS_NULL, N_CHARS, N_WORDS, N_SHINGLES, SHINGLES, SKETCH, BAND_KEYS],
+                names=[
+                    DOC_ID,
+                    TEXT_IS_NULL,
+                    N_CHARS,
+                    N_WORDS,
+                    N_SHINGLES,
+                    SHINGLES,
+                    SKETCH,
+                    BAND_KEYS,
+                ],
             )
 
     return run

@@ -43,7 +43,7 @@ def _score_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
             union = a.size + b.size - inter
             jaccard[i] = inter / union if union else 0.0
         sk_off_a, sk_a = csr_from_binary(batch.column(_SKETCH_A), np.uint32)
-        sk_off_b, sk_b = csr_from_binary(batch.column(_SKETCH_B), np.uint32)
+        _, sk_b = csr_from_binary(batch.column(_SKETCH_B), np.uint32)
         width = int(sk_off_a[1] - sk_off_a[0]) if n else 0
         if n and width:
             agree = sk_a.reshape(n, width) == sk_b.reshape(n, width)
@@ -67,16 +67,20 @@ def score_candidates(sketches: DataFrame) -> Callable[[DataFrame], DataFrame]:
     def transform(candidates: DataFrame) -> DataFrame:
         sets = sketches.select(DOC_ID, SHINGLES, SKETCH)
         side_a = sets.select(
-            F.col(DOC_ID).alias(DOC_A), F.col(SHINGLES).alias(_SHINGLES_A), F.col(SKETCH).alias(_SKETCH_A)
+            F.col(DOC_ID).alias(DOC_A),
+            F.col(SHINGLES).alias(_SHINGLES_A),
+            F.col(SKETCH).alias(_SKETCH_A),
         )
         side_b = sets.select(
-            F.col(DOC_ID).alias(DOC_B), F.col(SHINGLES).alias(_SHINGLES_B), F.col(SKETCH).alias(_SKETCH_B)
+            F.col(DOC_ID).alias(DOC_B),
+            F.col(SHINGLES).alias(_SHINGLES_B),
+            F.col(SKETCH).alias(_SKETCH_B),
         )
         joined = candidates.join(side_a, DOC_A).join(side_b, DOC_B)
         schema = scored_schema(candidates.schema[DOC_A].dataType)
-        return joined.select(DOC_A, DOC_B, _SHINGLES_A, _SHINGLES_B, _SKETCH_A, _SKETCH_B).mapInArrow(
-            _score_batches, schema
-        )
+        return joined.select(
+            DOC_A, DOC_B, _SHINGLES_A, _SHINGLES_B, _SKETCH_A, _SKETCH_B
+        ).mapInArrow(_score_batches, schema)
 
     return transform
 

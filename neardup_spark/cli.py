@@ -1,0 +1,192 @@
+"""The ``neardup`` command line: ``dedupe``, ``generate``.
+
+Exit codes: 0 success, 2 user error (bad arguments, input or output location; no traceback),
+1 job failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from neardup_spark.config import METHODS, REPRESENTATIVE_RULES, DedupeConfig, build_config
+from neardup_spark.errors import EXIT_FAILURE, EXIT_OK, EXIT_USER_ERROR, UserError
+
+log = logging.getLogger("neardup_spark")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as a UserError (exit 2, one clear line)."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise UserError(f"{self.prog}: {message}")
+
+
+def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
+    """The options shared by ``neardup dedupe`` and ``jobs/dedupe.py``."""
+    parser.add_argument("input", help="Parquet file or directory (any path Spark reads)")
+    parser.add_argument(
+        "output",
+        help="output directory (clusters/, pairs/, deduplicated/, report.json)",
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="YAML settings layered over the defaults (repeatable)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override one setting, e.g. --set normalize.casefold=false or "
+        "--set spark.driver.memory=4g (repeatable)",
+    )
+    parser.add_argument("--method", choices=METHODS, help="dedupe method (default minhash)")
+    parser.add_argument("--id-col", help="id column (default id)")
+    parser.add_argument("--text-col", help="text column (default text)")
+    parser.add_argument("--ngram", type=int, help="words per shingle (default 5)")
+    parser.add_argument("--num-perm", type=int, help="MinHash sketch size (default 200)")
+    parser.add_argument("--threshold", type=float, help="Jaccard a pair must reach (default 0.8)")
+    parser.add_argument("--bands", type=int, help="LSH bands (default: derived from the threshold)")
+    parser.add_argument("--rows", type=int, help="rows per LSH band (with --bands)")
+    parser.add_argument("--seed", type=int, help="seed of the MinHash permutations (default 42)")
+    parser.add_argument(
+        "--representative",
+        choices=REPRESENTATIVE_RULES,
+        help="which member represents a cluster (default smallest_id)",
+    )
+    parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished run"
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> DedupeConfig:
+    options = {
+        "method": args.method,
+        "id_col": args.id_col,
+        "text_col": args.text_col,
+        "ngram": args.ngram,
+        "num_perm": args.num_perm,
+        "threshold": args.threshold,
+        "bands": args.bands,
+        "rows": args.rows,
+        "seed": args.seed,
+        "representative": args.representative,
+        "master": args.master,
+    }
+    return build_config(args.config, args.overrides, options)
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    counts = report["counts"]
+    return [
+        f"documents in      {counts['input_rows']:,}",
+        f"clusters          {counts['clusters']:,}",
+        f"duplicates removed {counts['removed']:,}",
+        f"verified pairs    {counts['verified_pairs']:,} "
+        f"of {counts['candidate_pairs']:,} candidates",
+        f"wall time         {report['wall_seconds']:.1f} s "
+        f"(+ {report.get('spark_start_seconds', 0):.1f} s Spark start-up)",
+        f"throughput        {report['docs_per_second']:,.0f} docs/s",
+        f"output            {report['output']}",
+    ]
+
+
+def cmd_dedupe(args: argparse.Namespace) -> int:
+    from neardup_spark.pipeline import run
+    from neardup_spark.session import build_session
+
+    config = config_from_args(args)
+    log.info("config: %s", config.to_dict())
+    started = time.perf_counter()
+    spark = build_session(config)
+    spark_start = time.perf_counter() - started
+    try:
+        report = run(spark, args.input, args.output, config, overwrite=args.overwrite)
+    finally:
+        spark.stop()
+    report["spark_start_seconds"] = round(spark_start, 2)
+    print("\n".join(summary_lines(report)))
+    return EXIT_OK
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from neardup_spark.generate import write_corpus
+
+    summary = write_corpus(
+        args.directory,
+        args.docs,
+        seed=args.seed,
+        mean_words=args.mean_words,
+        overwrite=args.overwrite,
+    )
+    print(
+        f"wrote {summary['docs']:,} documents to {args.directory}/corpus and "
+        f"{summary['truth_pairs']:,} planted pairs to {args.directory}/truth"
+    )
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="neardup", description="Near-duplicate detection on Spark.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log each stage")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    dedupe = sub.add_parser("dedupe", help="find near-duplicate clusters in a Parquet corpus")
+    add_dedupe_options(dedupe)
+    dedupe.set_defaults(func=cmd_dedupe)
+
+    generate = sub.add_parser("generate", help="write a synthetic corpus with planted duplicates")
+    generate.add_argument("directory", help="writes DIRECTORY/corpus and DIRECTORY/truth")
+    generate.add_argument("--docs", type=int, default=5000, help="number of documents")
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--mean-words", type=int, default=500, help="mean document length")
+    generate.add_argument("--overwrite", action="store_true")
+    generate.set_defaults(func=cmd_generate)
+    return parser
+
+
+def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command, mapping errors to exit codes."""
+    try:
+        return func(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception:
+        log.exception("the job failed")
+        return EXIT_FAILURE
+
+
+def configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    configure_logging(args.verbose)
+    return run_command(args.func, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The typed config: defaults, layering, validation."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from neardup_spark.config import DedupeConfig, build_config, parse_override
+from neardup_spark.errors import UserError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_conf_default_yaml_mirrors_the_dataclass_defaults():
+    data = yaml.safe_load((REPO / "conf" / "default.yaml").read_text())
+    assert data == DedupeConfig().to_dict()
+
+
+def test_default_banding_is_derived():
+    config = build_config()
+    assert (config.bands, config.rows) == (28, 7)
+
+
+def test_layers_later_wins(tmp_path):
+    first = tmp_path / "a.yaml"
+    first.write_text("threshold: 0.9\nngram: 3\nspark:\n  spark.driver.memory: 3g\n")
+    config = build_config(
+        [str(first)],
+        ["ngram=4", "normalize.casefold=false", "spark.sql.shuffle.partitions=7"],
+        {"seed": 5},
+    )
+    assert config.threshold == 0.9 and config.ngram == 4 and config.seed == 5
+    assert config.normalize.casefold is False and config.normalize.nfkc is True
+    assert config.spark == {"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "7"}
+
+
+def test_explicit_bands_and_rows():
+    config = build_config(options={"bands": 20, "rows": 10})
+    assert (config.bands, config.rows) == (20, 10)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "options", "message"),
+    [
+        (["nope=1"], {}, "unknown setting 'nope'"),
+        (["normalize.bogus=1"], {}, "unknown setting normalize.bogus"),
+        ([], {"threshold": 1.5}, "threshold must be in"),
+        ([], {"bands": 30, "rows": 10}, "must be >= 1 each and fit"),
+        ([], {"bands": 30}, "give both --bands and --rows"),
+        ([], {"ngram": 0}, "ngram must be a positive integer"),
+        (["representative=biggest"], {}, "representative must be one of"),
+        (["missing-equals"], {}, "--set expects key=value"),
+    ],
+)
+def test_bad_settings_are_user_errors(overrides, options, message):
+    with pytest.raises(UserError, match=message):
+        build_config(overrides=overrides, options=options)
+
+
+def test_missing_config_file_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="config file not found"):
+        build_config([str(tmp_path / "nope.yaml")])
+
+
+def test_parse_override_types():
+    assert parse_override("threshold=0.85") == {"threshold": 0.85}
+    assert parse_override("bands=null") == {"bands": None}
+    assert parse_override("spark.driver.memory=4g") == {"spark": {"spark.driver.memory": "4g"}}
+
+
+def test_config_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DedupeConfig().threshold = 0.5  # type: ignore[misc]
