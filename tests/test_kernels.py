@@ -153,7 +153,7 @@ def test_family_is_deterministic_and_seed_dependent():
 def test_estimate_within_five_standard_errors(seed, target):
     # Two sets of n values sharing s: J = s / (2n - s), so s = 2nJ / (1 + J).
     n = 200
-    shared = int(round(2 * n * target / (1 + target)))
+    shared = round(2 * n * target / (1 + target))
     rng = np.random.default_rng(seed)
     universe = rng.choice(2**62, size=3 * n, replace=False).astype(np.uint64)
     a = np.sort(np.concatenate([universe[:shared], universe[n : 2 * n - shared]]))
