@@ -92,7 +92,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"documents in      {counts['input_rows']:,}",
         f"clusters          {counts['clusters']:,}",
         f"duplicates removed {counts['removed']:,}",
-        f"verified pairs    {counts['verified_pairs']:,} "
+        f"exact copies      {counts['exact_copies']:,}",
+        f"near-dup pairs    {counts['near_pairs']:,} verified "
         f"of {counts['candidate_pairs']:,} candidates",
         f"wall time         {report['wall_seconds']:.1f} s "
         f"(+ {report.get('spark_start_seconds', 0):.1f} s Spark start-up)",

@@ -23,3 +23,7 @@ SKETCH = "sketch"  # uint32 MinHash values, little-endian bytes
 BAND_KEYS = "band_keys"  # one int64 per band
 BAND_KEY = "band_key"
 COMPONENT = "component"
+HAS_TEXT = "has_text"
+EXACT_FP = "exact_fp"
+NORMALIZED = "normalized"
+SIMHASH = "simhash"

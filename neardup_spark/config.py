@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,10 @@ from neardup_spark.errors import UserError
 from neardup_spark.kernels.lsh import choose_bands
 from neardup_spark.kernels.normalize import NormalizeOptions
 
-METHODS = ("minhash",)
+METHODS = ("minhash", "simhash", "exact")
+SIMHASH_FEATURES = ("words", "shingles")
+SIMHASH_HASHES = ("mmh3", "md5")
+SIMHASH_WEIGHTINGS = ("count", "binary")
 REPRESENTATIVE_RULES = ("smallest_id", "longest_text")
 
 
@@ -39,6 +43,16 @@ class DedupeConfig:
     min_recall: float = 0.99
     seed: int = 42
     normalize: NormalizeOptions = field(default_factory=NormalizeOptions)
+    # Collapse exact copies (same normalised text) before sketching; map them back afterwards.
+    exact_first: bool = True
+    # Group exact copies by their normalised text, not only its 64-bit fingerprint.
+    exact_compare_text: bool = False
+    # SimHash: pairs within hamming_k bits, found with C(blocks, hamming_k) block tables.
+    hamming_k: int = 3
+    blocks: int = 6
+    simhash_features: str = "words"
+    simhash_hash: str = "mmh3"
+    simhash_weighting: str = "count"
     representative: str = "smallest_id"
     # LSH buckets up to this size emit all their pairs; larger ones a star from their smallest
     # id, so candidate edges stay linear in the bucket size.
@@ -73,6 +87,27 @@ class DedupeConfig:
             raise UserError(
                 f"representative must be one of {', '.join(REPRESENTATIVE_RULES)}, "
                 f"got {self.representative!r}"
+            )
+        for name, allowed in (
+            ("simhash_features", SIMHASH_FEATURES),
+            ("simhash_hash", SIMHASH_HASHES),
+            ("simhash_weighting", SIMHASH_WEIGHTINGS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise UserError(
+                    f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
+                )
+        if not (isinstance(self.hamming_k, int) and isinstance(self.blocks, int)) or not (
+            0 <= self.hamming_k < self.blocks <= 64
+        ):
+            raise UserError(
+                f"need 0 <= hamming_k < blocks <= 64, got hamming_k={self.hamming_k}, "
+                f"blocks={self.blocks}"
+            )
+        if math.comb(self.blocks, self.hamming_k) > 1000:
+            raise UserError(
+                f"blocks={self.blocks}, hamming_k={self.hamming_k} need "
+                f"{math.comb(self.blocks, self.hamming_k)} tables; keep C(blocks, k) <= 1000"
             )
         if not 0.0 < self.threshold <= 1.0:
             raise UserError(f"threshold must be in (0, 1], got {self.threshold}")

@@ -7,6 +7,7 @@ config)`` is what the command line and ``jobs/dedupe.py`` call.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from neardup_spark import __version__
-from neardup_spark.columns import CLUSTER_ID, DOC_ID, JACCARD, N_SHINGLES, N_WORDS, TEXT_IS_NULL
+from neardup_spark.columns import (
+    CLUSTER_ID,
+    DOC_A,
+    DOC_B,
+    DOC_ID,
+    HAMMING,
+    HAS_TEXT,
+    JACCARD,
+    N_WORDS,
+    TEXT_IS_NULL,
+)
 from neardup_spark.components import connected_components
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
@@ -40,13 +51,20 @@ from neardup_spark.stages.candidates import bucket_members, candidate_pairs
 from neardup_spark.stages.clusters import (
     cluster_table,
     deduplicated_rows,
-    pairs_table,
+    exact_pairs,
+    minhash_pairs,
     representatives,
+    simhash_pairs,
 )
+from neardup_spark.stages.fingerprint import exact_copy_edges, fingerprint
+from neardup_spark.stages.simhash import hamming_scored, simhash_sketch
 from neardup_spark.stages.sketch import sketch
 from neardup_spark.stages.verify import score_candidates, verified
 
 log = logging.getLogger(__name__)
+
+# Up to this many exact copies, their ids are broadcast to drop them before sketching.
+BROADCAST_MAX_IDS = 2_000_000
 
 
 @dataclass
@@ -102,6 +120,82 @@ def _reliable_checkpoint(df: DataFrame) -> DataFrame:
     return df.checkpoint(eager=True)
 
 
+def _exact_copies(
+    fingerprints: DataFrame, config: DedupeConfig, timer: StageTimer
+) -> tuple[DataFrame, int]:
+    """Exact-copy edges (persisted) and their number."""
+    edges = fingerprints.transform(exact_copy_edges(config.exact_compare_text)).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    with timer.stage("exact"):
+        n_copies = edges.count()
+    return edges, n_copies
+
+
+def _unique_documents(docs: DataFrame, exact_edges: DataFrame, n_copies: int) -> DataFrame:
+    """Documents minus exact copies (their group's smallest id stays)."""
+    if n_copies == 0:
+        return docs
+    copies = exact_edges.select(F.col(DOC_B).alias(DOC_ID))
+    if n_copies <= BROADCAST_MAX_IDS:  # a hash set of ids on each executor, no text shuffle
+        copies = F.broadcast(copies)
+    return docs.join(copies, DOC_ID, "left_anti")
+
+
+def _minhash_edges(
+    unique_docs: DataFrame,
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+    persisted: list[DataFrame],
+) -> DataFrame:
+    sketches = unique_docs.transform(sketch(config)).persist(StorageLevel.MEMORY_AND_DISK)
+    scored = (
+        sketches.transform(bucket_members)
+        .transform(candidate_pairs(config.bucket_all_pairs_max))
+        .transform(score_candidates(sketches))
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    persisted += [sketches, scored]
+    with timer.stage("sketch"):
+        sketches.count()
+    with timer.stage("candidates_and_verify"):
+        row = scored.agg(
+            F.count(F.lit(1)).alias("candidate_pairs"),
+            F.sum((F.col(JACCARD) >= config.threshold).cast("long")).alias("near_pairs"),
+        ).first()
+    assert row is not None
+    counts.update({k: int(v or 0) for k, v in row.asDict().items()})
+    return scored.transform(verified(config.threshold)).transform(minhash_pairs)
+
+
+def _simhash_edges(
+    unique_docs: DataFrame,
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+    persisted: list[DataFrame],
+) -> DataFrame:
+    sketches = unique_docs.transform(simhash_sketch(config)).persist(StorageLevel.MEMORY_AND_DISK)
+    scored = (
+        sketches.transform(bucket_members)
+        .transform(candidate_pairs(config.bucket_all_pairs_max))
+        .transform(hamming_scored(sketches))
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    persisted += [sketches, scored]
+    with timer.stage("sketch"):
+        sketches.count()
+    with timer.stage("candidates_and_verify"):
+        row = scored.agg(
+            F.count(F.lit(1)).alias("candidate_pairs"),
+            F.sum((F.col(HAMMING) <= config.hamming_k).cast("long")).alias("near_pairs"),
+        ).first()
+    assert row is not None
+    counts.update({k: int(v or 0) for k, v in row.asDict().items()})
+    return simhash_pairs(scored.where(F.col(HAMMING) <= config.hamming_k))
+
+
 def dedupe(
     df: DataFrame,
     config: DedupeConfig,
@@ -123,55 +217,59 @@ def dedupe(
         check_ids(df, config.id_col)
 
     docs = as_documents(df, config.id_col, config.text_col)
-    sketches = docs.transform(sketch(config)).persist(StorageLevel.MEMORY_AND_DISK)
-    with timer.stage("sketch"):
-        doc_counts = sketches.agg(
+    fingerprints = docs.transform(
+        fingerprint(config.normalize, keep_normalized=config.exact_compare_text)
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted: list[DataFrame] = [fingerprints]
+    with timer.stage("fingerprint"):
+        row = fingerprints.agg(
             F.count(F.lit(1)).alias("input_rows"),
             F.sum(F.col(TEXT_IS_NULL).cast("long")).alias("null_texts"),
-            F.sum(((F.col(N_SHINGLES) == 0) & ~F.col(TEXT_IS_NULL)).cast("long")).alias(
-                "empty_texts"
-            ),
+            F.sum((~F.col(HAS_TEXT) & ~F.col(TEXT_IS_NULL)).cast("long")).alias("empty_texts"),
             F.sum(((F.col(N_WORDS) > 0) & (F.col(N_WORDS) < config.ngram)).cast("long")).alias(
                 "short_texts"
             ),
         ).first()
-    assert doc_counts is not None
-    counts: dict[str, int] = {k: int(v or 0) for k, v in doc_counts.asDict().items()}
+    assert row is not None
+    counts: dict[str, int] = {k: int(v or 0) for k, v in row.asDict().items()}
 
-    scored = (
-        sketches.transform(bucket_members)
-        .transform(candidate_pairs(config.bucket_all_pairs_max))
-        .transform(score_candidates(sketches))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    with timer.stage("candidates_and_verify"):
-        pair_counts = scored.agg(
-            F.count(F.lit(1)).alias("candidate_pairs"),
-            F.sum((F.col(JACCARD) >= config.threshold).cast("long")).alias("verified_pairs"),
-        ).first()
-    assert pair_counts is not None
-    counts.update({k: int(v or 0) for k, v in pair_counts.asDict().items()})
-    edges = scored.transform(verified(config.threshold))
+    collapse = config.method == "exact" or config.exact_first
+    pair_parts: list[DataFrame] = []
+    n_copies = 0
+    if collapse:
+        exact_edges, n_copies = _exact_copies(fingerprints, config, timer)
+        persisted.append(exact_edges)
+        pair_parts.append(exact_pairs(exact_edges))
+    counts["exact_copies"] = n_copies
+    counts["candidate_pairs"] = counts["near_pairs"] = 0
+    if config.method != "exact":
+        unique_docs = _unique_documents(docs, exact_edges, n_copies) if collapse else docs
+        find_edges = _minhash_edges if config.method == "minhash" else _simhash_edges
+        pair_parts.append(find_edges(unique_docs, config, timer, counts, persisted))
+    pairs = pair_parts[0]
+    for part in pair_parts[1:]:
+        pairs = pairs.unionByName(part)
+    counts["verified_pairs"] = n_copies + counts["near_pairs"]
 
     with timer.stage("components"):
         labels, rounds = connected_components(
-            edges,
+            pairs.select(DOC_A, DOC_B),
             checkpoint,
             n_edges=counts["verified_pairs"],
             single_task_max_edges=config.components_single_task_max_edges,
         )
-        members = labels.transform(representatives(config.representative, sketches)).persist()
+        members = labels.transform(representatives(config.representative, fingerprints)).persist()
+        persisted.append(members)
         removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
     counts["removed"] = int(removed)
     counts["clusters"] = counts["input_rows"] - counts["removed"]
 
-    clusters = sketches.transform(cluster_table(members))
-    pairs = edges.transform(pairs_table(config.method))
+    clusters = fingerprints.transform(cluster_table(members))
     deduplicated = df.transform(deduplicated_rows(config.id_col, clusters))
     report = {
         "neardup_spark_version": __version__,
+        "method": config.method,
         "config": config.to_dict(),
-        "banding": banding_report(config),
         "counts": counts,
         "components": {
             "strategy": "distributed" if rounds else "single_task",
@@ -179,7 +277,18 @@ def dedupe(
         },
         "stage_seconds": timer.seconds,
     }
-    return DedupeResult(clusters, pairs, deduplicated, report, [sketches, scored, members])
+    if config.method == "minhash":
+        report["banding"] = banding_report(config)
+    if config.method == "simhash":
+        report["simhash"] = {
+            "hamming_k": config.hamming_k,
+            "blocks": config.blocks,
+            "tables": math.comb(config.blocks, config.hamming_k),
+            "features": config.simhash_features,
+            "hash": config.simhash_hash,
+            "weighting": config.simhash_weighting,
+        }
+    return DedupeResult(clusters, pairs, deduplicated, report, persisted)
 
 
 def run(
@@ -217,6 +326,7 @@ def run(
         {
             "input": input_path,
             "output": output_path,
+            "spark": {"version": spark.version, "master": spark.sparkContext.master},
             "stage_seconds": timer.seconds,
             "wall_seconds": round(wall, 3),
             "docs_per_second": round(report["counts"]["input_rows"] / wall, 1) if wall else None,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -23,14 +24,16 @@ from neardup_spark.columns import (
     SIMILARITY,
 )
 
+PAIRS_COLUMNS = (DOC_A, DOC_B, METHOD, SIMILARITY, JACCARD, ESTIMATE, HAMMING)
 
-def representatives(rule: str, sketches: DataFrame) -> Callable[[DataFrame], DataFrame]:
+
+def representatives(rule: str, lengths: DataFrame) -> Callable[[DataFrame], DataFrame]:
     """Component labels -> each member's representative.
 
     ``smallest_id``: the component's smallest id (the label itself). ``longest_text``: the
     member with the most characters of raw text, ties to the smallest id.
 
-    Input columns: ``doc_id``, ``component``; ``sketches`` gives ``doc_id``, ``n_chars``.
+    Input columns: ``doc_id``, ``component``; ``lengths`` gives ``doc_id``, ``n_chars``.
     Output columns: ``doc_id``, ``cluster_id``.
     """
 
@@ -39,7 +42,7 @@ def representatives(rule: str, sketches: DataFrame) -> Callable[[DataFrame], Dat
             return labels.select(DOC_ID, F.col(COMPONENT).alias(CLUSTER_ID))
         if rule != "longest_text":
             raise ValueError(f"unknown representative rule {rule!r}")
-        sized = labels.join(sketches.select(DOC_ID, N_CHARS), DOC_ID)
+        sized = labels.join(lengths.select(DOC_ID, N_CHARS), DOC_ID)
         # min over (-length, id) picks the longest text, then the smallest id.
         best = sized.groupBy(COMPONENT).agg(
             F.min(F.struct((-F.col(N_CHARS)).alias("neg_len"), F.col(DOC_ID).alias("id")))[
@@ -71,26 +74,51 @@ def cluster_table(members: DataFrame) -> Callable[[DataFrame], DataFrame]:
     return transform
 
 
-def pairs_table(method: str) -> Callable[[DataFrame], DataFrame]:
-    """Verified pairs -> the ``pairs/`` table.
+def _pairs(
+    edges: DataFrame,
+    method: str,
+    similarity: Column,
+    jaccard: Column | None = None,
+    estimate: Column | None = None,
+    hamming: Column | None = None,
+) -> DataFrame:
+    def typed(col: Column | None, dtype: T.DataType) -> Column:
+        return (F.lit(None) if col is None else col).cast(dtype)
 
-    Input columns: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate``. Output columns: ``doc_a``,
-    ``doc_b``, ``method``, ``similarity`` (= ``jaccard`` for MinHash), ``jaccard``, ``estimate``,
-    ``hamming`` (null for MinHash).
+    return edges.select(
+        DOC_A,
+        DOC_B,
+        F.lit(method).alias(METHOD),
+        similarity.cast(T.DoubleType()).alias(SIMILARITY),
+        typed(jaccard, T.DoubleType()).alias(JACCARD),
+        typed(estimate, T.DoubleType()).alias(ESTIMATE),
+        typed(hamming, T.IntegerType()).alias(HAMMING),
+    )
+
+
+def minhash_pairs(verified: DataFrame) -> DataFrame:
+    """Verified MinHash pairs -> ``pairs/`` rows (``similarity`` = exact Jaccard).
+
+    Input columns: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate``. Output: :data:`PAIRS_COLUMNS`.
     """
+    return _pairs(verified, "minhash", F.col(JACCARD), F.col(JACCARD), F.col(ESTIMATE))
 
-    def transform(pairs: DataFrame) -> DataFrame:
-        return pairs.select(
-            DOC_A,
-            DOC_B,
-            F.lit(method).alias(METHOD),
-            F.col(JACCARD).alias(SIMILARITY),
-            F.col(JACCARD).cast(T.DoubleType()).alias(JACCARD),
-            F.col(ESTIMATE).cast(T.DoubleType()).alias(ESTIMATE),
-            F.lit(None).cast(T.IntegerType()).alias(HAMMING),
-        )
 
-    return transform
+def simhash_pairs(verified: DataFrame) -> DataFrame:
+    """Verified SimHash pairs -> ``pairs/`` rows (``similarity`` = ``cos(pi * hamming / 64)``).
+
+    Input columns: ``doc_a``, ``doc_b``, ``hamming``. Output: :data:`PAIRS_COLUMNS`.
+    """
+    cosine = F.cos(F.lit(math.pi) * F.col(HAMMING) / F.lit(64.0))
+    return _pairs(verified, "simhash", cosine, hamming=F.col(HAMMING))
+
+
+def exact_pairs(edges: DataFrame) -> DataFrame:
+    """Exact-copy edges -> ``pairs/`` rows (``similarity`` = ``jaccard`` = 1.0).
+
+    Input columns: ``doc_a``, ``doc_b``. Output: :data:`PAIRS_COLUMNS`.
+    """
+    return _pairs(edges, "exact", F.lit(1.0), jaccard=F.lit(1.0))
 
 
 def deduplicated_rows(id_col: str, clusters: DataFrame) -> Callable[[DataFrame], DataFrame]:
