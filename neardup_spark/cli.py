@@ -58,6 +58,8 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bands", type=int, help="LSH bands (default: derived from the threshold)")
     parser.add_argument("--rows", type=int, help="rows per LSH band (with --bands)")
     parser.add_argument("--seed", type=int, help="seed of the MinHash permutations (default 42)")
+    parser.add_argument("--hamming-k", type=int, help="simhash: max differing bits (default 3)")
+    parser.add_argument("--blocks", type=int, help="simhash: blocks per fingerprint (default 6)")
     parser.add_argument(
         "--representative",
         choices=REPRESENTATIVE_RULES,
@@ -81,6 +83,8 @@ def config_from_args(args: argparse.Namespace) -> DedupeConfig:
         "rows": args.rows,
         "seed": args.seed,
         "representative": args.representative,
+        "hamming_k": args.hamming_k,
+        "blocks": args.blocks,
         "master": args.master,
     }
     return build_config(args.config, args.overrides, options)
@@ -137,6 +141,48 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def fingerprint_lines(text: str, method: str, hash_name: str, config: DedupeConfig) -> list[str]:
+    """What ``neardup fingerprint`` prints for one text."""
+    import pyarrow as pa
+
+    from neardup_spark.kernels.fingerprint import exact_fingerprint, to_hex
+    from neardup_spark.kernels.minhash import MultiplyShiftFamily, signatures
+    from neardup_spark.kernels.normalize import normalize_text
+    from neardup_spark.kernels.shingles import shingle_sets
+    from neardup_spark.kernels.simhash import simhash_text
+
+    normalized = normalize_text(text, config.normalize) or ""
+    if method == "exact":
+        return [to_hex(exact_fingerprint(normalized))]
+    if method == "simhash":
+        if hash_name == "md5":  # the seed article's reference: MD5 of words, weight 1 each
+            return [to_hex(simhash_text(text, "md5", "binary", options=config.normalize))]
+        fp = simhash_text(
+            text,
+            "mmh3",
+            "count",
+            seed=config.seed,
+            options=config.normalize,  # type: ignore[arg-type]
+        )
+        return [to_hex(fp)]
+    sets = shingle_sets(pa.array([normalized], pa.large_string()), config.ngram, config.seed)
+    family = MultiplyShiftFamily.from_seed(config.num_perm, config.seed)
+    sketch_values = signatures(sets.offsets, sets.hashes, family)[0]
+    shown = " ".join(f"{v:08x}" for v in sketch_values[:8].tolist())
+    return [
+        f"shingles   {int(sets.sizes()[0])} distinct word {config.ngram}-shingles",
+        f"sketch     {config.num_perm} MinHash values (seed {config.seed})",
+        f"first 8    {shown}",
+        f"banding    {config.bands} bands x {config.rows} rows",
+    ]
+
+
+def cmd_fingerprint(args: argparse.Namespace) -> int:
+    config = build_config(args.config, args.overrides, {"ngram": args.ngram, "seed": args.seed})
+    print("\n".join(fingerprint_lines(args.text, args.method, args.hash, config)))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="neardup", description="Near-duplicate detection on Spark.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each stage")
@@ -145,6 +191,22 @@ def build_parser() -> argparse.ArgumentParser:
     dedupe = sub.add_parser("dedupe", help="find near-duplicate clusters in a Parquet corpus")
     add_dedupe_options(dedupe)
     dedupe.set_defaults(func=cmd_dedupe)
+
+    fp = sub.add_parser("fingerprint", help="print the fingerprint or sketch of one text")
+    fp.add_argument("text", help="the text (quote it)")
+    fp.add_argument("--method", choices=METHODS, default="simhash")
+    fp.add_argument(
+        "--hash",
+        choices=("default", "md5"),
+        default="default",
+        help="simhash feature hash: default (seeded mmh3, words weighted by count) "
+        "or md5 (the seed article's reference: MD5 of each word, weight 1)",
+    )
+    fp.add_argument("--ngram", type=int, help="words per shingle (minhash)")
+    fp.add_argument("--seed", type=int, help="hash seed (simhash default hash, minhash)")
+    fp.add_argument("--config", action="append", default=[], metavar="FILE")
+    fp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
+    fp.set_defaults(func=cmd_fingerprint)
 
     generate = sub.add_parser("generate", help="write a synthetic corpus with planted duplicates")
     generate.add_argument("directory", help="writes DIRECTORY/corpus and DIRECTORY/truth")

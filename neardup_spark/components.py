@@ -79,9 +79,10 @@ def _is_forest_of_stars(edges: DataFrame) -> bool:
 
 
 def _labels_in_one_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    table = pa.Table.from_batches(list(batches))
-    if table.num_rows == 0:
+    collected = [batch for batch in batches if batch.num_rows]
+    if not collected:
         return
+    table = pa.Table.from_batches(collected)
     nodes, labels = component_labels(
         table.column(DOC_A).combine_chunks(), table.column(DOC_B).combine_chunks()
     )

@@ -126,3 +126,30 @@ def test_spark_submit_job(small_input, tmp_path):
     assert report["counts"]["clusters"] == 3
     # spark-submit's master wins over --master
     assert report["spark"]["master"] == "local[2]"
+
+
+D1 = "the crawler fetches each page and follows its links to new pages"
+
+
+def test_fingerprint_command_reproduces_the_seed(capsys):
+    from neardup_spark.cli import main
+
+    assert main(["fingerprint", "--method", "simhash", "--hash", "md5", D1]) == 0
+    assert capsys.readouterr().out.strip() == "93264c674404019d"
+    assert (
+        main(["fingerprint", "--hash", "md5", D1.replace("each", "every").replace("new", "other")])
+        == 0
+    )
+    assert capsys.readouterr().out.strip() == "91060e274484039d"
+
+
+def test_fingerprint_command_other_methods(capsys):
+    from neardup_spark.cli import main
+    from neardup_spark.kernels.fingerprint import exact_fingerprint, to_hex
+
+    assert main(["fingerprint", "--method", "exact", "The  Crawler!"]) == 0
+    assert capsys.readouterr().out.strip() == to_hex(exact_fingerprint("the crawler"))
+    assert main(["fingerprint", "--method", "minhash", D1]) == 0
+    out = capsys.readouterr().out
+    assert "8 distinct word 5-shingles" in out and "28 bands x 7 rows" in out
+    assert main(["fingerprint", "--method", "bogus", D1]) == 2
