@@ -208,6 +208,15 @@ def build_parser() -> argparse.ArgumentParser:
     fp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
     fp.set_defaults(func=cmd_fingerprint)
 
+    from neardup_spark.evaluate import add_arguments as add_evaluate_arguments
+    from neardup_spark.evaluate import run_evaluate
+
+    evaluate = sub.add_parser(
+        "evaluate", help="precision, recall and ARI of a run against planted truth or an oracle"
+    )
+    add_evaluate_arguments(evaluate)
+    evaluate.set_defaults(func=run_evaluate)
+
     generate = sub.add_parser("generate", help="write a synthetic corpus with planted duplicates")
     generate.add_argument("directory", help="writes DIRECTORY/corpus and DIRECTORY/truth")
     generate.add_argument("--docs", type=int, default=5000, help="number of documents")
