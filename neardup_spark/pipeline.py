@@ -50,7 +50,6 @@ from neardup_spark.kernels.lsh import (
 from neardup_spark.stages.candidates import bucket_members, candidate_pairs
 from neardup_spark.stages.clusters import (
     cluster_table,
-    deduplicated_rows,
     exact_pairs,
     minhash_pairs,
     representatives,
@@ -63,8 +62,8 @@ from neardup_spark.stages.verify import score_candidates, verified
 
 log = logging.getLogger(__name__)
 
-# Up to this many exact copies, their ids are broadcast to drop them before sketching.
-BROADCAST_MAX_IDS = 2_000_000
+# Id lists up to this many rows are broadcast to the large side of a join (tens of MB at most).
+BROADCAST_MAX_ROWS = 2_000_000
 
 
 @dataclass
@@ -132,14 +131,36 @@ def _exact_copies(
     return edges, n_copies
 
 
-def _unique_documents(docs: DataFrame, exact_edges: DataFrame, n_copies: int) -> DataFrame:
-    """Documents minus exact copies (their group's smallest id stays)."""
+def _unique_documents(fingerprints: DataFrame, exact_edges: DataFrame, n_copies: int) -> DataFrame:
+    """Fingerprinted documents minus exact copies (each group's smallest id stays)."""
     if n_copies == 0:
-        return docs
+        return fingerprints
     copies = exact_edges.select(F.col(DOC_B).alias(DOC_ID))
-    if n_copies <= BROADCAST_MAX_IDS:  # a hash set of ids on each executor, no text shuffle
-        copies = F.broadcast(copies)
-    return docs.join(copies, DOC_ID, "left_anti")
+    return fingerprints.join(_maybe_broadcast(copies, n_copies), DOC_ID, "left_anti")
+
+
+def _maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:
+    """Broadcast a small table of ids so the large side of a join is never shuffled."""
+    return F.broadcast(df) if rows <= BROADCAST_MAX_ROWS else df
+
+
+def _candidates(
+    sketches: DataFrame,
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+    persisted: list[DataFrame],
+) -> DataFrame:
+    """Bucket the sketches' keys into distinct candidate pairs (persisted, counted)."""
+    candidates = (
+        sketches.transform(bucket_members)
+        .transform(candidate_pairs(config.bucket_all_pairs_max))
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    persisted.append(candidates)
+    with timer.stage("candidates"):
+        counts["candidate_pairs"] = candidates.count()
+    return candidates
 
 
 def _minhash_edges(
@@ -150,22 +171,17 @@ def _minhash_edges(
     persisted: list[DataFrame],
 ) -> DataFrame:
     sketches = unique_docs.transform(sketch(config)).persist(StorageLevel.MEMORY_AND_DISK)
-    scored = (
-        sketches.transform(bucket_members)
-        .transform(candidate_pairs(config.bucket_all_pairs_max))
-        .transform(score_candidates(sketches))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    persisted += [sketches, scored]
+    persisted.append(sketches)
     with timer.stage("sketch"):
         sketches.count()
-    with timer.stage("candidates_and_verify"):
-        row = scored.agg(
-            F.count(F.lit(1)).alias("candidate_pairs"),
-            F.sum((F.col(JACCARD) >= config.threshold).cast("long")).alias("near_pairs"),
-        ).first()
-    assert row is not None
-    counts.update({k: int(v or 0) for k, v in row.asDict().items()})
+    candidates = _candidates(sketches, config, timer, counts, persisted)
+    broadcast = counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
+    scored = candidates.transform(score_candidates(sketches, broadcast)).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
+    persisted.append(scored)
+    with timer.stage("verify"):
+        counts["near_pairs"] = scored.where(F.col(JACCARD) >= config.threshold).count()
     return scored.transform(verified(config.threshold)).transform(minhash_pairs)
 
 
@@ -177,22 +193,14 @@ def _simhash_edges(
     persisted: list[DataFrame],
 ) -> DataFrame:
     sketches = unique_docs.transform(simhash_sketch(config)).persist(StorageLevel.MEMORY_AND_DISK)
-    scored = (
-        sketches.transform(bucket_members)
-        .transform(candidate_pairs(config.bucket_all_pairs_max))
-        .transform(hamming_scored(sketches))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    persisted += [sketches, scored]
+    persisted.append(sketches)
     with timer.stage("sketch"):
         sketches.count()
-    with timer.stage("candidates_and_verify"):
-        row = scored.agg(
-            F.count(F.lit(1)).alias("candidate_pairs"),
-            F.sum((F.col(HAMMING) <= config.hamming_k).cast("long")).alias("near_pairs"),
-        ).first()
-    assert row is not None
-    counts.update({k: int(v or 0) for k, v in row.asDict().items()})
+    candidates = _candidates(sketches, config, timer, counts, persisted)
+    scored = candidates.transform(hamming_scored(sketches)).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(scored)
+    with timer.stage("verify"):
+        counts["near_pairs"] = scored.where(F.col(HAMMING) <= config.hamming_k).count()
     return simhash_pairs(scored.where(F.col(HAMMING) <= config.hamming_k))
 
 
@@ -217,9 +225,9 @@ def dedupe(
         check_ids(df, config.id_col)
 
     docs = as_documents(df, config.id_col, config.text_col)
-    fingerprints = docs.transform(
-        fingerprint(config.normalize, keep_normalized=config.exact_compare_text)
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    fingerprints = docs.transform(fingerprint(config.normalize)).persist(
+        StorageLevel.MEMORY_AND_DISK
+    )
     persisted: list[DataFrame] = [fingerprints]
     with timer.stage("fingerprint"):
         row = fingerprints.agg(
@@ -236,14 +244,15 @@ def dedupe(
     collapse = config.method == "exact" or config.exact_first
     pair_parts: list[DataFrame] = []
     n_copies = 0
+    unique_docs = fingerprints
     if collapse:
         exact_edges, n_copies = _exact_copies(fingerprints, config, timer)
         persisted.append(exact_edges)
         pair_parts.append(exact_pairs(exact_edges))
+        unique_docs = _unique_documents(fingerprints, exact_edges, n_copies)
     counts["exact_copies"] = n_copies
     counts["candidate_pairs"] = counts["near_pairs"] = 0
     if config.method != "exact":
-        unique_docs = _unique_documents(docs, exact_edges, n_copies) if collapse else docs
         find_edges = _minhash_edges if config.method == "minhash" else _simhash_edges
         pair_parts.append(find_edges(unique_docs, config, timer, counts, persisted))
     pairs = pair_parts[0]
@@ -264,8 +273,14 @@ def dedupe(
     counts["removed"] = int(removed)
     counts["clusters"] = counts["input_rows"] - counts["removed"]
 
-    clusters = fingerprints.transform(cluster_table(members))
-    deduplicated = df.transform(deduplicated_rows(config.id_col, clusters))
+    n_members = 2 * counts["verified_pairs"]  # an upper bound on the documents in clusters
+    clusters = fingerprints.transform(cluster_table(_maybe_broadcast(members, n_members)))
+    removed_ids = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(
+        F.col(DOC_ID).alias(config.id_col)
+    )
+    deduplicated = df.join(
+        _maybe_broadcast(removed_ids, counts["removed"]), config.id_col, "left_anti"
+    )
     report = {
         "neardup_spark_version": __version__,
         "method": config.method,

@@ -214,3 +214,46 @@ def test_binary_round_trip():
 
 def test_standard_error_formula():
     assert standard_error(0.5, 100) == pytest.approx(math.sqrt(0.25 / 100))
+
+
+def test_combine_word_hashes_matches_its_formula():
+    """fmix64(sum_j h(w_j) M_j XOR L golden) per shingle, computed slowly with Python ints."""
+    from neardup_spark.kernels.hashing import GOLDEN64
+    from neardup_spark.kernels.shingles import position_multipliers
+
+    rng = np.random.default_rng(4)
+    counts = [0, 1, 3, 5, 9, 4, 0, 12]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    hashes = rng.integers(0, 2**64 - 1, size=offsets[-1], dtype=np.uint64)
+    k = 5
+    got_offsets, got = combine_word_hashes(WordBatch(offsets, hashes), k)
+    mult = [int(m) for m in position_multipliers(k)]
+    expected = []
+    for d in range(len(counts)):
+        words = [int(h) for h in hashes[offsets[d] : offsets[d + 1]]]
+        windows = (
+            [words[i : i + k] for i in range(len(words) - k + 1)]
+            if len(words) >= k
+            else ([words] if words else [])
+        )
+        for window in windows:
+            acc = sum(w * m for w, m in zip(window, mult, strict=False)) % 2**64
+            acc ^= (len(window) * int(GOLDEN64)) % 2**64
+            expected.append(int(fmix64(np.array([acc], dtype=np.uint64))[0]))
+    assert np.diff(got_offsets).tolist() == [0, 1, 1, 1, 5, 1, 0, 8]
+    assert got.tolist() == expected
+
+
+def test_compiled_and_numpy_signatures_agree():
+    rng = np.random.default_rng(8)
+    sizes = rng.integers(0, 40, size=60)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    values = rng.integers(0, 2**64 - 1, size=offsets[-1], dtype=np.uint64)
+    family = MultiplyShiftFamily.from_seed(64, 3)
+    from neardup_spark.kernels import minhash
+
+    assert minhash._compiled_minimums is not None  # numba is a pinned dependency
+    fast = signatures(offsets, values, family)
+    slow = signatures(offsets, values, family, compiled=False)
+    assert np.array_equal(fast, slow)
+    assert np.all(fast[sizes == 0] == EMPTY_SLOT)

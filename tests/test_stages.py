@@ -16,16 +16,20 @@ from neardup_spark.columns import (
     DOC_B,
     DOC_ID,
     ESTIMATE,
+    EXACT_FP,
+    HAS_TEXT,
     IS_REPRESENTATIVE,
     JACCARD,
     N_CHARS,
-    N_SHINGLES,
+    N_WORDS,
+    NORMALIZED,
     TEXT_IS_NULL,
 )
 from neardup_spark.components import connected_components
 from neardup_spark.config import build_config
 from neardup_spark.stages.candidates import bucket_members, candidate_pairs
 from neardup_spark.stages.clusters import cluster_table, representatives
+from neardup_spark.stages.fingerprint import exact_copy_edges, fingerprint, fingerprint_schema
 from neardup_spark.stages.sketch import sketch, sketch_schema
 from neardup_spark.stages.verify import score_candidates, scored_schema
 
@@ -52,24 +56,53 @@ def docs(spark):
 
 
 @pytest.fixture(scope="module")
-def sketches(docs, config):
-    return docs.transform(sketch(config)).cache()
+def fingerprints(docs, config):
+    return docs.transform(fingerprint(config.normalize)).cache()
+
+
+@pytest.fixture(scope="module")
+def sketches(fingerprints, config):
+    return fingerprints.transform(sketch(config)).cache()
+
+
+def test_fingerprint_stage(fingerprints, spark):
+    assert fingerprints.schema == fingerprint_schema(T.StringType())
+    rows = {r[DOC_ID]: r for r in fingerprints.collect()}
+    assert rows["a"][N_WORDS] == 60 and rows["a"][HAS_TEXT] and rows["a"][NORMALIZED] == BASE
+    assert rows["d"][TEXT_IS_NULL] and not rows["d"][HAS_TEXT] and rows["d"][N_WORDS] == 0
+    assert not rows["e"][TEXT_IS_NULL] and not rows["e"][HAS_TEXT] and rows["e"][NORMALIZED] == ""
+    assert rows["f"][N_WORDS] == 2 and rows["f"][N_CHARS] == 9
+    assert rows["d"][EXACT_FP] == rows["e"][EXACT_FP] == 0
+    assert len({r[EXACT_FP] for r in rows.values()}) == 5
+
+
+def test_exact_copy_edges_are_a_star_per_group(spark):
+    rows = [
+        ("c", True, 7),
+        ("a", True, 7),
+        ("b", True, 7),
+        ("x", True, 8),
+        ("n1", False, 0),
+        ("n2", False, 0),
+    ]
+    fps = spark.createDataFrame(rows, "doc_id string, has_text boolean, exact_fp long")
+    got = sorted(map(tuple, fps.transform(exact_copy_edges()).collect()))
+    assert got == [("a", "b"), ("a", "c")]  # documents without text never match
 
 
 def test_sketch_schema_and_values(sketches, config):
     assert sketches.schema == sketch_schema(T.StringType())
     rows = {r[DOC_ID]: r for r in sketches.collect()}
-    assert rows["a"][N_SHINGLES] == 56 and len(rows["a"][BAND_KEYS]) == config.bands
+    assert len(rows["a"][BAND_KEYS]) == config.bands
     assert len(rows["a"]["sketch"]) == 4 * config.num_perm
     assert len(rows["a"]["shingles"]) == 8 * 56
-    assert rows["d"][TEXT_IS_NULL] and rows["d"][N_SHINGLES] == 0 and rows["d"][BAND_KEYS] == []
-    assert rows["e"][N_SHINGLES] == 0 and not rows["e"][TEXT_IS_NULL]
-    assert rows["f"][N_SHINGLES] == 1 and rows["f"][N_CHARS] == 9
+    assert rows["d"][BAND_KEYS] == [] and rows["e"][BAND_KEYS] == []
+    assert len(rows["f"]["shingles"]) == 8 and len(rows["f"][BAND_KEYS]) == config.bands
 
 
 def test_sketch_keeps_integer_ids(spark, config):
     df = spark.createDataFrame([(7, "x y z"), (3, None)], "doc_id long, text string")
-    out = df.transform(sketch(config))
+    out = df.transform(fingerprint(config.normalize)).transform(sketch(config))
     assert out.schema[DOC_ID].dataType == T.LongType()
     assert sorted(r[DOC_ID] for r in out.collect()) == [3, 7]
 

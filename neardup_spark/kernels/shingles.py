@@ -52,16 +52,26 @@ class ShingleSets:
         return self.hashes[self.offsets[i] : self.offsets[i + 1]]
 
 
-def split_words(normalized: pa.Array) -> tuple[pa.Array, np.ndarray]:
+def split_words(normalized: pa.Array, single_spaced: bool = False) -> tuple[pa.Array, np.ndarray]:
     """Split normalised texts on whitespace: ``(flat words, doc index of each word)``.
 
-    Null texts and empty tokens contribute no words.
+    Null texts and empty tokens contribute no words. ``single_spaced`` promises that words are
+    separated by exactly one space with none at either end (normalisation with
+    ``collapse_whitespace`` guarantees it), which allows a 2.5x faster split.
     """
     if isinstance(normalized, pa.ChunkedArray):
         normalized = normalized.combine_chunks()
-    lists = pc.utf8_split_whitespace(normalized)
-    flat = pc.list_flatten(lists)
-    parents = pc.list_parent_indices(lists)
+    if single_spaced:
+        lists = pc.split_pattern(normalized, pattern=" ")
+        flat = pc.list_flatten(lists)
+        parents = pc.list_parent_indices(lists)
+        # Only an empty text yields an empty token here.
+        if not pc.any(pc.equal(pc.utf8_length(normalized), 0)).as_py():
+            return flat, parents.to_numpy(zero_copy_only=False)
+    else:
+        lists = pc.utf8_split_whitespace(normalized)
+        flat = pc.list_flatten(lists)
+        parents = pc.list_parent_indices(lists)
     keep = pc.greater(pc.utf8_length(flat), 0)
     return flat.filter(keep), parents.filter(keep).to_numpy(zero_copy_only=False)
 
@@ -84,9 +94,9 @@ def hash_words(words: pa.Array, seed: int) -> np.ndarray:
     return distinct[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
-def word_batch(normalized: pa.Array, seed: int) -> WordBatch:
-    """Hash the words of a batch of normalised texts."""
-    words, parents = split_words(normalized)
+def word_batch(normalized: pa.Array, seed: int, single_spaced: bool = False) -> WordBatch:
+    """Hash the words of a batch of normalised texts (see :func:`split_words`)."""
+    words, parents = split_words(normalized, single_spaced)
     counts = np.bincount(parents, minlength=len(normalized)).astype(np.int64)
     offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
@@ -114,18 +124,38 @@ def combine_word_hashes(words: WordBatch, k: int) -> tuple[np.ndarray, np.ndarra
     total = int(offsets[-1])
     if total == 0:
         return offsets, np.zeros(0, dtype=np.uint64)
-    doc_of = np.repeat(np.arange(len(n_words)), n_shingles)
-    starts = words.offsets[doc_of] + (np.arange(total) - offsets[doc_of])
-    lengths = np.minimum(n_words[doc_of], k).astype(np.uint64)
     mult = position_multipliers(k)
-    last = len(words.hashes) - 1
-    acc = np.zeros(total, dtype=np.uint64)
+    hashes = words.hashes
+    # Window sums over the whole flattened word array at once (contiguous slices, no gathers);
+    # then keep the windows that start a shingle inside one document.
+    n_all = len(hashes)
+    acc = np.zeros(max(n_all - k + 1, 0), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(k):
-            term = words.hashes[np.minimum(starts + j, last)] * mult[j]
-            acc += np.where(lengths > j, term, np.uint64(0))
-        acc ^= lengths * GOLDEN64
-    return offsets, fmix64(acc)
+            acc += hashes[j : j + len(acc)] * mult[j]
+        acc ^= np.uint64(k) * GOLDEN64
+    full = n_words >= k
+    # Window starts inside one document: [offset_d, offset_d + n_d - k] for each full document.
+    marks = np.zeros(len(acc) + 1, dtype=np.int32)
+    np.add.at(marks, words.offsets[:-1][full], 1)
+    np.add.at(marks, words.offsets[:-1][full] + n_words[full] - k + 1, -1)
+    valid = np.cumsum(marks[:-1]) > 0
+    out = np.empty(total, dtype=np.uint64)
+    slots = np.ones(total, dtype=bool)
+    short_docs = np.flatnonzero(~full & (n_words > 0))
+    slots[offsets[short_docs]] = False
+    out[slots] = acc[valid]
+    if short_docs.size:  # documents shorter than k: one shingle of all their words
+        short_acc = np.zeros(short_docs.size, dtype=np.uint64)
+        lengths = n_words[short_docs]
+        with np.errstate(over="ignore"):
+            for j in range(k - 1):
+                has = lengths > j
+                idx = words.offsets[short_docs[has]] + j
+                short_acc[has] += hashes[idx] * mult[j]
+            short_acc ^= lengths.astype(np.uint64) * GOLDEN64
+        out[offsets[short_docs]] = short_acc
+    return offsets, fmix64(out)
 
 
 def unique_per_doc(offsets: np.ndarray, values: np.ndarray) -> ShingleSets:
@@ -138,9 +168,11 @@ def unique_per_doc(offsets: np.ndarray, values: np.ndarray) -> ShingleSets:
     return ShingleSets(offsets=new_offsets, hashes=flat.astype(np.uint64, copy=False))
 
 
-def shingle_sets(normalized: pa.Array, k: int, seed: int) -> ShingleSets:
+def shingle_sets(
+    normalized: pa.Array, k: int, seed: int, single_spaced: bool = False
+) -> ShingleSets:
     """Sorted shingle-hash sets of a batch of normalised texts."""
-    offsets, hashes = combine_word_hashes(word_batch(normalized, seed), k)
+    offsets, hashes = combine_word_hashes(word_batch(normalized, seed, single_spaced), k)
     return unique_per_doc(offsets, hashes)
 
 

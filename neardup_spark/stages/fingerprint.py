@@ -28,7 +28,7 @@ from neardup_spark.kernels.normalize import NormalizeOptions, normalize_texts
 from neardup_spark.kernels.shingles import split_words
 
 
-def fingerprint_schema(id_type: T.DataType, keep_normalized: bool) -> T.StructType:
+def fingerprint_schema(id_type: T.DataType) -> T.StructType:
     """Output schema of :func:`fingerprint`."""
     fields = [
         T.StructField(DOC_ID, id_type, False),
@@ -37,22 +37,30 @@ def fingerprint_schema(id_type: T.DataType, keep_normalized: bool) -> T.StructTy
         T.StructField(N_CHARS, T.IntegerType(), False),
         T.StructField(N_WORDS, T.IntegerType(), False),
         T.StructField(EXACT_FP, T.LongType(), False),
+        T.StructField(NORMALIZED, T.StringType(), True),
     ]
-    if keep_normalized:
-        fields.append(T.StructField(NORMALIZED, T.StringType(), True))
     return T.StructType(fields)
 
 
+def count_words(normalized: pa.Array, single_spaced: bool) -> np.ndarray:
+    """Words per normalised text (int32); null and empty texts have none."""
+    if single_spaced:
+        spaces = pc.fill_null(pc.count_substring(normalized, " "), 0).to_numpy(zero_copy_only=False)
+        nonempty = pc.fill_null(pc.greater(pc.utf8_length(normalized), 0), False)
+        return np.where(nonempty.to_numpy(zero_copy_only=False), spaces + 1, 0).astype(np.int32)
+    _, parents = split_words(normalized)
+    return np.bincount(parents, minlength=len(normalized)).astype(np.int32)
+
+
 def _fingerprint_fn(
-    options: NormalizeOptions, keep_normalized: bool
+    options: NormalizeOptions,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             texts = batch.column(TEXT)
             normalized = normalize_texts(texts, options)
             fps, valid = exact_fingerprints(normalized)
-            _, parents = split_words(normalized)
-            n_words = np.bincount(parents, minlength=batch.num_rows).astype(np.int32)
+            n_words = count_words(normalized, options.collapse_whitespace)
             columns = [
                 batch.column(DOC_ID),
                 texts.is_null(),
@@ -60,32 +68,26 @@ def _fingerprint_fn(
                 pc.fill_null(pc.utf8_length(texts), 0).cast(pa.int32()),
                 pa.array(n_words),
                 pa.array(fps.view(np.int64)),
+                normalized.cast(texts.type),
             ]
-            names = [DOC_ID, TEXT_IS_NULL, HAS_TEXT, N_CHARS, N_WORDS, EXACT_FP]
-            if keep_normalized:
-                columns.append(normalized.cast(pa.string()))
-                names.append(NORMALIZED)
+            names = [DOC_ID, TEXT_IS_NULL, HAS_TEXT, N_CHARS, N_WORDS, EXACT_FP, NORMALIZED]
             yield pa.RecordBatch.from_arrays(columns, names=names)
 
     return run
 
 
-def fingerprint(
-    options: NormalizeOptions, keep_normalized: bool = False
-) -> Callable[[DataFrame], DataFrame]:
+def fingerprint(options: NormalizeOptions) -> Callable[[DataFrame], DataFrame]:
     """Documents -> one fingerprint row each, for ``df.transform``.
 
     Input columns: ``doc_id``, ``text``. Output columns: ``doc_id``, ``text_is_null``,
     ``has_text`` (some words after normalisation), ``n_chars`` (raw characters), ``n_words``,
-    ``exact_fp`` (SHA-256-64 of the normalised text as int64; 0 without text), and with
-    ``keep_normalized`` the ``normalized`` text itself (to compare copies character by character).
+    ``exact_fp`` (SHA-256-64 of the normalised text as int64; 0 without text), ``normalized``
+    (the normalised text: later stages shingle it without normalising again).
     """
 
     def transform(docs: DataFrame) -> DataFrame:
-        schema = fingerprint_schema(docs.schema[DOC_ID].dataType, keep_normalized)
-        return docs.select(DOC_ID, TEXT).mapInArrow(
-            _fingerprint_fn(options, keep_normalized), schema
-        )
+        schema = fingerprint_schema(docs.schema[DOC_ID].dataType)
+        return docs.select(DOC_ID, TEXT).mapInArrow(_fingerprint_fn(options), schema)
 
     return transform
 

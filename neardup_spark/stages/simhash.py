@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -11,10 +10,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from neardup_spark.columns import BAND_KEYS, DOC_A, DOC_B, DOC_ID, HAMMING, SIMHASH, TEXT
+from neardup_spark.columns import BAND_KEYS, DOC_A, DOC_B, DOC_ID, HAMMING, NORMALIZED, SIMHASH
 from neardup_spark.config import DedupeConfig
-from neardup_spark.kernels.normalize import normalize_texts
 from neardup_spark.kernels.simhash import shingle_features, simhash_batch, table_keys, word_features
+from neardup_spark.stages.sketch import key_lists
 
 
 def simhash_schema(id_type: T.DataType) -> T.StructType:
@@ -31,18 +30,17 @@ def simhash_schema(id_type: T.DataType) -> T.StructType:
 def _simhash_fn(
     config: DedupeConfig,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    options, seed, ngram = config.normalize, config.seed, config.ngram
+    seed, ngram = config.seed, config.ngram
     features, hash_name, weighting = (
         config.simhash_features,
         config.simhash_hash,
         config.simhash_weighting,
     )
     blocks, k = config.blocks, config.hamming_k
-    n_tables = math.comb(blocks, k)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            normalized = normalize_texts(batch.column(TEXT), options)
+            normalized = batch.column(NORMALIZED)
             if features == "words":
                 offsets, hashes, weights = word_features(normalized, seed, hash_name, weighting)
             else:
@@ -52,13 +50,8 @@ def _simhash_fn(
             fps = simhash_batch(offsets, hashes, weights)
             has_features = np.diff(offsets) > 0
             keys = table_keys(fps, blocks, k)
-            key_offsets = np.zeros(batch.num_rows + 1, dtype=np.int32)
-            np.cumsum(np.where(has_features, n_tables, 0), out=key_offsets[1:])
-            key_lists = pa.ListArray.from_arrays(
-                pa.array(key_offsets, pa.int32()), pa.array(keys[has_features].reshape(-1))
-            )
             yield pa.RecordBatch.from_arrays(
-                [batch.column(DOC_ID), pa.array(fps.view(np.int64)), key_lists],
+                [batch.column(DOC_ID), pa.array(fps.view(np.int64)), key_lists(keys, has_features)],
                 names=[DOC_ID, SIMHASH, BAND_KEYS],
             )
 
@@ -66,16 +59,16 @@ def _simhash_fn(
 
 
 def simhash_sketch(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
-    """Documents -> SimHash fingerprints and block-table keys, for ``df.transform``.
+    """Normalised documents -> SimHash fingerprints and block-table keys, for ``df.transform``.
 
-    Input columns: ``doc_id``, ``text``. Output columns: ``doc_id``, ``simhash`` (64 bits as
+    Input columns: ``doc_id``, ``normalized``. Output columns: ``doc_id``, ``simhash`` (64 bits as
     int64), ``band_keys`` (one int64 key per table, ``C(blocks, hamming_k)`` of them; empty for a
     document without features, which can never be a candidate).
     """
 
     def transform(docs: DataFrame) -> DataFrame:
         schema = simhash_schema(docs.schema[DOC_ID].dataType)
-        return docs.select(DOC_ID, TEXT).mapInArrow(_simhash_fn(config), schema)
+        return docs.select(DOC_ID, NORMALIZED).mapInArrow(_simhash_fn(config), schema)
 
     return transform
 

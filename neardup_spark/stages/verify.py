@@ -37,8 +37,10 @@ def _score_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
         n = batch.num_rows
         jaccard = np.empty(n, dtype=np.float64)
         for i in range(n):
-            a = val_a[off_a[i] : off_a[i + 1]]
-            b = val_b[off_b[i] : off_b[i + 1]]
+            # Sketches keep shingles in text order with repeats: make them sets here, where
+            # only candidate documents pay for it.
+            a = np.unique(val_a[off_a[i] : off_a[i + 1]])
+            b = np.unique(val_b[off_b[i] : off_b[i + 1]])
             inter = intersection_size(a, b)
             union = a.size + b.size - inter
             jaccard[i] = inter / union if union else 0.0
@@ -56,31 +58,36 @@ def _score_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
         )
 
 
-def score_candidates(sketches: DataFrame) -> Callable[[DataFrame], DataFrame]:
+def score_candidates(
+    sketches: DataFrame, broadcast_candidates: bool = True
+) -> Callable[[DataFrame], DataFrame]:
     """Candidate pairs -> the same pairs with exact Jaccard and MinHash estimate.
 
     Input columns: ``doc_a``, ``doc_b``; ``sketches`` gives ``doc_id``, ``shingles``, ``sketch``.
     Output columns: ``doc_a``, ``doc_b``, ``jaccard`` (exact, of the shingle-hash sets),
     ``estimate`` (fraction of agreeing MinHash values). Nothing is filtered here.
+
+    With ``broadcast_candidates`` the (small) candidate list is broadcast to the sketches, so only
+    the candidates' shingle sets move over the network, never the whole sketch table.
     """
 
     def transform(candidates: DataFrame) -> DataFrame:
-        sets = sketches.select(DOC_ID, SHINGLES, SKETCH)
-        side_a = sets.select(
-            F.col(DOC_ID).alias(DOC_A),
-            F.col(SHINGLES).alias(_SHINGLES_A),
-            F.col(SKETCH).alias(_SKETCH_A),
+        requests = candidates.select(F.col(DOC_A).alias(DOC_ID), DOC_A, DOC_B).unionByName(
+            candidates.select(F.col(DOC_B).alias(DOC_ID), DOC_A, DOC_B)
         )
-        side_b = sets.select(
-            F.col(DOC_ID).alias(DOC_B),
-            F.col(SHINGLES).alias(_SHINGLES_B),
-            F.col(SKETCH).alias(_SKETCH_B),
+        if broadcast_candidates:
+            requests = F.broadcast(requests)
+        sides = sketches.select(DOC_ID, SHINGLES, SKETCH).join(requests, DOC_ID)
+        side_a = sides.where(F.col(DOC_ID) == F.col(DOC_A)).select(
+            DOC_A, DOC_B, F.col(SHINGLES).alias(_SHINGLES_A), F.col(SKETCH).alias(_SKETCH_A)
         )
-        joined = candidates.join(side_a, DOC_A).join(side_b, DOC_B)
+        side_b = sides.where(F.col(DOC_ID) == F.col(DOC_B)).select(
+            DOC_A, DOC_B, F.col(SHINGLES).alias(_SHINGLES_B), F.col(SKETCH).alias(_SKETCH_B)
+        )
+        joined = side_a.join(side_b, [DOC_A, DOC_B])
         schema = scored_schema(candidates.schema[DOC_A].dataType)
-        return joined.select(
-            DOC_A, DOC_B, _SHINGLES_A, _SHINGLES_B, _SKETCH_A, _SKETCH_B
-        ).mapInArrow(_score_batches, schema)
+        columns = [DOC_A, DOC_B, _SHINGLES_A, _SHINGLES_B, _SKETCH_A, _SKETCH_B]
+        return joined.select(*columns).mapInArrow(_score_batches, schema)
 
     return transform
 
