@@ -69,6 +69,11 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished run"
     )
+    parser.add_argument(
+        "--no-report",
+        action="store_true",
+        help="do not write OUTPUT/report.html (figures and the largest clusters)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> DedupeConfig:
@@ -121,6 +126,15 @@ def cmd_dedupe(args: argparse.Namespace) -> int:
         spark.stop()
     report["spark_start_seconds"] = round(spark_start, 2)
     print("\n".join(summary_lines(report)))
+    if not args.no_report:
+        from neardup_spark.report import write_report
+
+        try:
+            path = write_report(args.output, args.input)
+        except Exception as exc:  # the run succeeded; a report problem must not fail it
+            log.warning("report not written (%s); try `neardup report %s`", exc, args.output)
+        else:
+            print(f"report            {path}")
     return EXIT_OK
 
 
@@ -208,6 +222,23 @@ def build_parser() -> argparse.ArgumentParser:
     fp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
     fp.set_defaults(func=cmd_fingerprint)
 
+    from neardup_spark.explain import add_arguments as add_explain_arguments
+    from neardup_spark.explain import run_explain
+    from neardup_spark.report import add_arguments as add_report_arguments
+    from neardup_spark.report import run_report
+
+    report = sub.add_parser(
+        "report", help="write OUTPUT/report.html: figures and the largest clusters of a run"
+    )
+    add_report_arguments(report)
+    report.set_defaults(func=run_report)
+
+    explain = sub.add_parser(
+        "explain", help="why the job would or would not pair two documents (same options)"
+    )
+    add_explain_arguments(explain)
+    explain.set_defaults(func=run_explain)
+
     from neardup_spark.evaluate import add_arguments as add_evaluate_arguments
     from neardup_spark.evaluate import run_evaluate
 
@@ -247,6 +278,8 @@ def configure_logging(verbose: bool) -> None:
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # One parsable line per stage (stage=NAME rows=N seconds=S) even without --verbose.
+    logging.getLogger("neardup_spark.progress").setLevel(logging.INFO)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

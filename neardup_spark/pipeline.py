@@ -61,6 +61,12 @@ from neardup_spark.stages.sketch import sketch
 from neardup_spark.stages.verify import score_candidates, verified
 
 log = logging.getLogger(__name__)
+progress = logging.getLogger("neardup_spark.progress")
+
+# The large per-document tables (normalised text, shingle hashes) are cached on local disk, not
+# on the JVM heap: a 2 GB heap then serves corpora of millions of documents, and the OS page
+# cache keeps re-reads fast.
+BULK_STORAGE = StorageLevel.DISK_ONLY
 
 # Id lists up to this many rows are broadcast to the large side of a join (tens of MB at most).
 BROADCAST_MAX_ROWS = 2_000_000
@@ -73,13 +79,19 @@ class StageTimer:
     seconds: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
+    def stage(self, name: str) -> Iterator[dict[str, int]]:
+        """Time a stage; the caller may record ``counted["rows"]`` (and other counts)."""
+        counted: dict[str, int] = {}
         start = time.perf_counter()
         try:
-            yield
+            yield counted
         finally:
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 3)
-            log.info("stage %s done in %.2f s", name, self.seconds[name])
+            elapsed = time.perf_counter() - start
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + elapsed, 3)
+            extra = "".join(f" {k}={v}" for k, v in counted.items() if k != "rows")
+            progress.info(
+                "stage=%s rows=%s seconds=%.2f%s", name, counted.get("rows", "-"), elapsed, extra
+            )
 
 
 @dataclass
@@ -126,8 +138,8 @@ def _exact_copies(
     edges = fingerprints.transform(exact_copy_edges(config.exact_compare_text)).persist(
         StorageLevel.MEMORY_AND_DISK
     )
-    with timer.stage("exact"):
-        n_copies = edges.count()
+    with timer.stage("exact") as counted:
+        n_copies = counted["rows"] = edges.count()
     return edges, n_copies
 
 
@@ -158,8 +170,8 @@ def _candidates(
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     persisted.append(candidates)
-    with timer.stage("candidates"):
-        counts["candidate_pairs"] = candidates.count()
+    with timer.stage("candidates") as counted:
+        counts["candidate_pairs"] = counted["rows"] = candidates.count()
     return candidates
 
 
@@ -170,18 +182,20 @@ def _minhash_edges(
     counts: dict[str, int],
     persisted: list[DataFrame],
 ) -> DataFrame:
-    sketches = unique_docs.transform(sketch(config)).persist(StorageLevel.MEMORY_AND_DISK)
+    sketches = unique_docs.transform(sketch(config)).persist(BULK_STORAGE)
     persisted.append(sketches)
-    with timer.stage("sketch"):
-        sketches.count()
+    with timer.stage("sketch") as counted:
+        counted["rows"] = sketches.count()
     candidates = _candidates(sketches, config, timer, counts, persisted)
     broadcast = counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
     scored = candidates.transform(score_candidates(sketches, broadcast)).persist(
         StorageLevel.MEMORY_AND_DISK
     )
     persisted.append(scored)
-    with timer.stage("verify"):
-        counts["near_pairs"] = scored.where(F.col(JACCARD) >= config.threshold).count()
+    with timer.stage("verify") as counted:
+        counts["near_pairs"] = counted["verified"] = scored.where(
+            F.col(JACCARD) >= config.threshold
+        ).count()
     return scored.transform(verified(config.threshold)).transform(minhash_pairs)
 
 
@@ -192,15 +206,17 @@ def _simhash_edges(
     counts: dict[str, int],
     persisted: list[DataFrame],
 ) -> DataFrame:
-    sketches = unique_docs.transform(simhash_sketch(config)).persist(StorageLevel.MEMORY_AND_DISK)
+    sketches = unique_docs.transform(simhash_sketch(config)).persist(BULK_STORAGE)
     persisted.append(sketches)
-    with timer.stage("sketch"):
-        sketches.count()
+    with timer.stage("sketch") as counted:
+        counted["rows"] = sketches.count()
     candidates = _candidates(sketches, config, timer, counts, persisted)
     scored = candidates.transform(hamming_scored(sketches)).persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(scored)
-    with timer.stage("verify"):
-        counts["near_pairs"] = scored.where(F.col(HAMMING) <= config.hamming_k).count()
+    with timer.stage("verify") as counted:
+        counts["near_pairs"] = counted["verified"] = scored.where(
+            F.col(HAMMING) <= config.hamming_k
+        ).count()
     return simhash_pairs(scored.where(F.col(HAMMING) <= config.hamming_k))
 
 
@@ -225,11 +241,10 @@ def dedupe(
         check_ids(df, config.id_col)
 
     docs = as_documents(df, config.id_col, config.text_col)
-    fingerprints = docs.transform(fingerprint(config.normalize)).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
-    persisted: list[DataFrame] = [fingerprints]
-    with timer.stage("fingerprint"):
+    fingerprints = docs.transform(fingerprint(config.normalize)).persist(BULK_STORAGE)
+    # Intermediates of the pair search, released once the pairs are materialised.
+    intermediates: list[DataFrame] = []
+    with timer.stage("fingerprint") as counted:
         row = fingerprints.agg(
             F.count(F.lit(1)).alias("input_rows"),
             F.sum(F.col(TEXT_IS_NULL).cast("long")).alias("null_texts"),
@@ -238,8 +253,9 @@ def dedupe(
                 "short_texts"
             ),
         ).first()
-    assert row is not None
-    counts: dict[str, int] = {k: int(v or 0) for k, v in row.asDict().items()}
+        assert row is not None
+        counts: dict[str, int] = {k: int(v or 0) for k, v in row.asDict().items()}
+        counted["rows"] = counts["input_rows"]
 
     collapse = config.method == "exact" or config.exact_first
     pair_parts: list[DataFrame] = []
@@ -247,20 +263,24 @@ def dedupe(
     unique_docs = fingerprints
     if collapse:
         exact_edges, n_copies = _exact_copies(fingerprints, config, timer)
-        persisted.append(exact_edges)
+        intermediates.append(exact_edges)
         pair_parts.append(exact_pairs(exact_edges))
         unique_docs = _unique_documents(fingerprints, exact_edges, n_copies)
     counts["exact_copies"] = n_copies
     counts["candidate_pairs"] = counts["near_pairs"] = 0
     if config.method != "exact":
         find_edges = _minhash_edges if config.method == "minhash" else _simhash_edges
-        pair_parts.append(find_edges(unique_docs, config, timer, counts, persisted))
+        pair_parts.append(find_edges(unique_docs, config, timer, counts, intermediates))
     pairs = pair_parts[0]
     for part in pair_parts[1:]:
         pairs = pairs.unionByName(part)
-    counts["verified_pairs"] = n_copies + counts["near_pairs"]
+    pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
+    with timer.stage("pairs") as counted:
+        counts["verified_pairs"] = counted["rows"] = pairs.count()
+    for df_ in intermediates:
+        df_.unpersist()
 
-    with timer.stage("components"):
+    with timer.stage("components") as counted:
         labels, rounds = connected_components(
             pairs.select(DOC_A, DOC_B),
             checkpoint,
@@ -268,8 +288,8 @@ def dedupe(
             single_task_max_edges=config.components_single_task_max_edges,
         )
         members = labels.transform(representatives(config.representative, fingerprints)).persist()
-        persisted.append(members)
-        removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
+        removed = counted["removed"] = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
+        counted["rows"] = counts["verified_pairs"]
     counts["removed"] = int(removed)
     counts["clusters"] = counts["input_rows"] - counts["removed"]
 
@@ -303,7 +323,7 @@ def dedupe(
             "hash": config.simhash_hash,
             "weighting": config.simhash_weighting,
         }
-    return DedupeResult(clusters, pairs, deduplicated, report, persisted)
+    return DedupeResult(clusters, pairs, deduplicated, report, [fingerprints, pairs, members])
 
 
 def run(
