@@ -70,6 +70,12 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished run"
     )
     parser.add_argument(
+        "--skip-corrupt",
+        action="store_true",
+        default=None,
+        help="leave out unreadable Parquet files (listed in report.json) instead of exit 2",
+    )
+    parser.add_argument(
         "--no-report",
         action="store_true",
         help="do not write OUTPUT/report.html (figures and the largest clusters)",
@@ -91,6 +97,7 @@ def config_from_args(args: argparse.Namespace) -> DedupeConfig:
         "hamming_k": args.hamming_k,
         "blocks": args.blocks,
         "master": args.master,
+        "skip_corrupt": args.skip_corrupt,
     }
     return build_config(args.config, args.overrides, options)
 

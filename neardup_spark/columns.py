@@ -27,3 +27,5 @@ HAS_TEXT = "has_text"
 EXACT_FP = "exact_fp"
 NORMALIZED = "normalized"
 SIMHASH = "simhash"
+CHAR_UNIT = "char_unit"  # the document is shingled by characters
+REPLACED_BYTES = "replaced_bytes"  # invalid UTF-8 bytes replaced while decoding a binary text

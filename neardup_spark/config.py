@@ -20,6 +20,7 @@ import yaml
 from neardup_spark.errors import UserError
 from neardup_spark.kernels.lsh import choose_bands
 from neardup_spark.kernels.normalize import NormalizeOptions
+from neardup_spark.kernels.shingles import SHINGLE_UNITS
 
 METHODS = ("minhash", "simhash", "exact")
 SIMHASH_FEATURES = ("words", "shingles")
@@ -36,6 +37,10 @@ class DedupeConfig:
     id_col: str = "id"
     text_col: str = "text"
     ngram: int = 5
+    # word | char | auto: auto shingles a document by characters when at least half of its
+    # non-space characters come from scripts written without spaces (Chinese, Japanese, Thai...).
+    shingle_unit: str = "auto"
+    char_ngram: int = 5
     num_perm: int = 200
     threshold: float = 0.8
     bands: int | None = None
@@ -60,6 +65,9 @@ class DedupeConfig:
     # Verified graphs up to this many edges get their components in one executor task (SciPy);
     # larger ones in distributed large-star/small-star rounds.
     components_single_task_max_edges: int = 2_000_000
+    # Leave out input files whose Parquet footer cannot be read (listed in the report) instead
+    # of failing with exit 2.
+    skip_corrupt: bool = False
     arrow_batch_size: int = 2000
     master: str | None = None
     spark: dict[str, str] = field(default_factory=dict)
@@ -89,6 +97,7 @@ class DedupeConfig:
                 f"got {self.representative!r}"
             )
         for name, allowed in (
+            ("shingle_unit", SHINGLE_UNITS),
             ("simhash_features", SIMHASH_FEATURES),
             ("simhash_hash", SIMHASH_HASHES),
             ("simhash_weighting", SIMHASH_WEIGHTINGS),
@@ -113,7 +122,7 @@ class DedupeConfig:
             raise UserError(f"threshold must be in (0, 1], got {self.threshold}")
         if not 0.0 < self.min_recall < 1.0:
             raise UserError(f"min_recall must be in (0, 1), got {self.min_recall}")
-        for name in ("ngram", "num_perm", "bucket_all_pairs_max", "arrow_batch_size"):
+        for name in ("ngram", "char_ngram", "num_perm", "bucket_all_pairs_max", "arrow_batch_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
@@ -132,7 +141,7 @@ class DedupeConfig:
     def fingerprint(self) -> str:
         """A stable JSON form of the settings that decide the result (not where it runs)."""
         data = self.to_dict()
-        for key in ("master", "spark", "arrow_batch_size"):
+        for key in ("master", "spark", "arrow_batch_size", "skip_corrupt"):
             data.pop(key)
         return json.dumps(data, sort_keys=True)
 

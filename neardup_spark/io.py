@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -41,17 +43,108 @@ ID_TYPES = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 MAX_IDS_IN_MESSAGE = 5
 
 
-def read_corpus(spark: SparkSession, path: str) -> DataFrame:
-    """Read a Parquet file or directory; a missing or unreadable path is a :class:`UserError`."""
+def _read_parquet(spark: SparkSession, paths: list[str], shown: str) -> DataFrame:
     try:
-        return spark.read.parquet(path)
+        return spark.read.parquet(*paths)
     except AnalysisException as exc:
         text = str(exc)
         if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
-            raise UserError(f"input not found: {path}") from None
+            raise UserError(f"input not found: {shown}") from None
         if "UNABLE_TO_INFER_SCHEMA" in text:
-            raise UserError(f"no Parquet files found under {path}") from None
-        raise UserError(f"cannot read {path} as Parquet: {text.splitlines()[0]}") from None
+            raise UserError(f"no Parquet files found under {shown}") from None
+        raise UserError(f"cannot read {shown} as Parquet: {text.splitlines()[0]}") from None
+    except Exception as exc:  # a corrupt footer met while inferring the schema
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"cannot read {shown} as Parquet: {first}") from None
+
+
+def _footer_problems(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Per file: an error message if its Parquet footer cannot be read, else null."""
+    import pyarrow.parquet as pq
+
+    for batch in batches:
+        errors: list[str | None] = []
+        for path in batch.column("path").to_pylist():
+            local = path[len("file:") :] if path.startswith("file:") else path
+            if "://" in local and not local.startswith("/"):
+                errors.append(None)  # object stores: left to Spark's own reader
+                continue
+            try:
+                pq.read_metadata(local)
+                errors.append(None)
+            except Exception as exc:
+                errors.append(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+        yield pa.RecordBatch.from_arrays(
+            [batch.column("path"), pa.array(errors, pa.string())], names=["path", "error"]
+        )
+
+
+def unreadable_files(spark: SparkSession, files: list[str]) -> list[tuple[str, str]]:
+    """Files whose Parquet footer cannot be read, with the reason (one Spark job over the list)."""
+    if not files:
+        return []
+    listing = spark.createDataFrame([(f,) for f in files], "path string")
+    checked = listing.repartition(min(len(files), 64)).mapInArrow(
+        _footer_problems, "path string, error string"
+    )
+    return sorted((r["path"], r["error"]) for r in checked.where("error is not null").collect())
+
+
+def list_data_files(spark: SparkSession, path: str) -> tuple[list[str], bool]:
+    """The data files Spark would read under ``path`` (skipping ``_*`` and ``.*`` names, as
+    Spark does): ``(files, path is a directory)``. A missing path is a :class:`UserError`."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    root = jvm.org.apache.hadoop.fs.Path(path)
+    fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(root):
+        raise UserError(f"input not found: {path}")
+    if not fs.getFileStatus(root).isDirectory():
+        return [str(fs.makeQualified(root).toString())], False
+    files = []
+    entries = fs.listFiles(root, True)
+    while entries.hasNext():
+        status = entries.next()
+        relative = status.getPath().toString()[len(fs.makeQualified(root).toString()) :]
+        if any(part.startswith(("_", ".")) for part in relative.split("/") if part):
+            continue
+        files.append(str(status.getPath().toString()))
+    return sorted(files), True
+
+
+def read_corpus(
+    spark: SparkSession, path: str, skip_corrupt: bool = False
+) -> tuple[DataFrame, list[dict[str, str]]]:
+    """Read a Parquet file or directory: ``(DataFrame, skipped files)``.
+
+    A missing path, a directory without Parquet files, or a file whose footer cannot be read is
+    a :class:`UserError` naming it; with ``skip_corrupt`` unreadable files are left out instead
+    and returned (path and reason) for the report.
+    """
+    files, is_dir = list_data_files(spark, path)
+    if not files:
+        raise UserError(f"no Parquet files found under {path}")
+    bad = unreadable_files(spark, files)
+    if not bad:
+        return _read_parquet(spark, [path], path), []
+    if not skip_corrupt:
+        listed = "; ".join(f"{p} ({why})" for p, why in bad[:MAX_IDS_IN_MESSAGE])
+        raise UserError(
+            f"{len(bad)} unreadable Parquet file(s) under {path}: {listed}. "
+            "Fix or remove them, or pass --skip-corrupt to go on without them."
+        )
+    skipped = {p for p, _ in bad}
+    good = [f for f in files if f not in skipped]
+    if not good:
+        raise UserError(f"every Parquet file under {path} is unreadable")
+    log.warning("skipping %d unreadable Parquet file(s): %s", len(bad), ", ".join(sorted(skipped)))
+    # basePath keeps partition columns (dir=value) discovered as if the whole path were read.
+    reader = spark.read.option("basePath", path) if is_dir else spark.read
+    try:
+        df = reader.parquet(*good)
+    except AnalysisException as exc:
+        raise UserError(f"cannot read {path} as Parquet: {str(exc).splitlines()[0]}") from None
+    return df, [{"path": p, "error": why} for p, why in bad]
 
 
 def check_columns(df: DataFrame, id_col: str, text_col: str) -> None:
@@ -70,9 +163,10 @@ def check_columns(df: DataFrame, id_col: str, text_col: str) -> None:
             "it must be a string or an integer"
         )
     text_type = df.schema[text_col].dataType
-    if not isinstance(text_type, T.StringType):
+    if not isinstance(text_type, T.StringType | T.BinaryType):
         raise UserError(
-            f"the text column {text_col!r} has type {text_type.simpleString()}; it must be a string"
+            f"the text column {text_col!r} has type {text_type.simpleString()}; it must be a "
+            "string (or binary, decoded as UTF-8)"
         )
 
 

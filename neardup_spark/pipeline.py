@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from neardup_spark import __version__
 from neardup_spark.columns import (
+    CHAR_UNIT,
     CLUSTER_ID,
     DOC_A,
     DOC_B,
@@ -28,6 +29,7 @@ from neardup_spark.columns import (
     HAS_TEXT,
     JACCARD,
     N_WORDS,
+    REPLACED_BYTES,
     TEXT_IS_NULL,
 )
 from neardup_spark.components import connected_components
@@ -241,17 +243,23 @@ def dedupe(
         check_ids(df, config.id_col)
 
     docs = as_documents(df, config.id_col, config.text_col)
-    fingerprints = docs.transform(fingerprint(config.normalize)).persist(BULK_STORAGE)
+    fingerprints = docs.transform(fingerprint(config.normalize, config.shingle_unit)).persist(
+        BULK_STORAGE
+    )
     # Intermediates of the pair search, released once the pairs are materialised.
     intermediates: list[DataFrame] = []
+    shortest = F.when(F.col(CHAR_UNIT), config.char_ngram).otherwise(config.ngram)
     with timer.stage("fingerprint") as counted:
         row = fingerprints.agg(
             F.count(F.lit(1)).alias("input_rows"),
             F.sum(F.col(TEXT_IS_NULL).cast("long")).alias("null_texts"),
             F.sum((~F.col(HAS_TEXT) & ~F.col(TEXT_IS_NULL)).cast("long")).alias("empty_texts"),
-            F.sum(((F.col(N_WORDS) > 0) & (F.col(N_WORDS) < config.ngram)).cast("long")).alias(
+            F.sum(((F.col(N_WORDS) > 0) & (F.col(N_WORDS) < shortest)).cast("long")).alias(
                 "short_texts"
             ),
+            F.sum(F.col(CHAR_UNIT).cast("long")).alias("char_shingled_texts"),
+            F.sum((F.col(REPLACED_BYTES) > 0).cast("long")).alias("texts_with_replaced_bytes"),
+            F.sum(F.col(REPLACED_BYTES).cast("long")).alias("replaced_bytes"),
         ).first()
         assert row is not None
         counts: dict[str, int] = {k: int(v or 0) for k, v in row.asDict().items()}
@@ -345,7 +353,7 @@ def run(
     out = OutputDir(spark, output_path)
     out.prepare(overwrite)
     with timer.stage("read"):
-        df = read_corpus(spark, input_path)
+        df, skipped_files = read_corpus(spark, input_path, config.skip_corrupt)
         check_columns(df, config.id_col, config.text_col)
     spark.sparkContext.setCheckpointDir(out.child(CHECKPOINT_DIR))
     result = dedupe(df, config, checkpoint=_reliable_checkpoint, timer=timer)
@@ -362,6 +370,7 @@ def run(
             "input": input_path,
             "output": output_path,
             "spark": {"version": spark.version, "master": spark.sparkContext.master},
+            "skipped_files": skipped_files,
             "stage_seconds": timer.seconds,
             "wall_seconds": round(wall, 3),
             "docs_per_second": round(report["counts"]["input_rows"] / wall, 1) if wall else None,

@@ -168,6 +168,100 @@ def unique_per_doc(offsets: np.ndarray, values: np.ndarray) -> ShingleSets:
     return ShingleSets(offsets=new_offsets, hashes=flat.astype(np.uint64, copy=False))
 
 
+# Scripts written without spaces between words: word shingles degenerate there.
+NO_SPACE_SCRIPTS = r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]"
+SHINGLE_UNITS = ("word", "char", "auto")
+
+
+def char_unit_mask(normalized: pa.Array, unit: str) -> np.ndarray:
+    """Which documents are shingled by characters rather than words.
+
+    ``word``: none; ``char``: all; ``auto`` (the default): a document whose non-space characters
+    are at least half from scripts written without spaces (Han, Hiragana, Katakana, Thai, Lao,
+    Khmer, Myanmar). Deterministic, and decided per document from its own normalised text, so
+    two near-identical texts get the same unit.
+
+    >>> char_unit_mask(pa.array(["日本語のテキスト", "plain english", None]), "auto").tolist()
+    [True, False, False]
+    """
+    if isinstance(normalized, pa.ChunkedArray):
+        normalized = normalized.combine_chunks()
+    n = len(normalized)
+    if unit == "word":
+        return np.zeros(n, dtype=bool)
+    if unit == "char":
+        return np.ones(n, dtype=bool)
+    if unit != "auto":
+        raise ValueError(f"shingle unit must be one of {SHINGLE_UNITS}, got {unit!r}")
+    mask = np.zeros(n, dtype=bool)
+    # ASCII text (most of a Latin-script crawl) needs no regex at all.
+    candidates = np.flatnonzero(
+        ~pc.fill_null(pc.string_is_ascii(normalized), True).to_numpy(zero_copy_only=False)
+    )
+    if candidates.size == 0:
+        return mask
+    subset = normalized.take(pa.array(candidates))
+    script = pc.count_substring_regex(subset, NO_SPACE_SCRIPTS).to_numpy(zero_copy_only=False)
+    spaces = pc.count_substring_regex(subset, r"\s").to_numpy(zero_copy_only=False)
+    visible = pc.utf8_length(subset).to_numpy(zero_copy_only=False) - spaces
+    mask[candidates] = (visible > 0) & (2 * script >= visible)
+    return mask
+
+
+def char_batch(normalized: pa.Array, seed: int) -> WordBatch:
+    """Like :func:`word_batch`, with each non-space character as a token."""
+    texts = normalized.to_pylist()
+    chars = [[c for c in (t or "") if not c.isspace()] for t in texts]
+    counts = np.fromiter((len(c) for c in chars), dtype=np.int64, count=len(chars))
+    offsets = np.zeros(len(chars) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    flat = pa.array([c for doc in chars for c in doc], pa.string())
+    return WordBatch(offsets=offsets, hashes=hash_words(flat, seed))
+
+
+def _merge_csr(
+    n_docs: int, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Merge CSR parts ``(doc indices, offsets, values)`` covering disjoint documents."""
+    sizes = np.zeros(n_docs, dtype=np.int64)
+    for docs, offsets, _ in parts:
+        sizes[docs] = np.diff(offsets)
+    merged_offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(sizes, out=merged_offsets[1:])
+    out = np.empty(int(merged_offsets[-1]), dtype=np.uint64)
+    for docs, offsets, values in parts:
+        shift = np.repeat(merged_offsets[docs] - offsets[:-1], np.diff(offsets))
+        out[np.arange(len(values)) + shift] = values
+    return merged_offsets, out
+
+
+def document_shingles(
+    normalized: pa.Array,
+    char_mask: np.ndarray,
+    ngram: int,
+    char_ngram: int,
+    seed: int,
+    single_spaced: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Shingle hashes of every document (CSR, text order, repeats kept): word ``ngram``-shingles,
+    or character ``char_ngram``-shingles where ``char_mask`` says so."""
+    if isinstance(normalized, pa.ChunkedArray):
+        normalized = normalized.combine_chunks()
+    if not char_mask.any():
+        return combine_word_hashes(word_batch(normalized, seed, single_spaced), ngram)
+    char_docs = np.flatnonzero(char_mask)
+    word_docs = np.flatnonzero(~char_mask)
+    parts = []
+    if word_docs.size:
+        subset = normalized.take(pa.array(word_docs))
+        parts.append(
+            (word_docs, *combine_word_hashes(word_batch(subset, seed, single_spaced), ngram))
+        )
+    subset = normalized.take(pa.array(char_docs))
+    parts.append((char_docs, *combine_word_hashes(char_batch(subset, seed), char_ngram)))
+    return _merge_csr(len(normalized), parts)
+
+
 def shingle_sets(
     normalized: pa.Array, k: int, seed: int, single_spaced: bool = False
 ) -> ShingleSets:

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup_spark.columns import (
+    CHAR_UNIT,
     DOC_A,
     DOC_B,
     DOC_ID,
@@ -20,12 +21,13 @@ from neardup_spark.columns import (
     N_CHARS,
     N_WORDS,
     NORMALIZED,
+    REPLACED_BYTES,
     TEXT,
     TEXT_IS_NULL,
 )
 from neardup_spark.kernels.fingerprint import exact_fingerprints
 from neardup_spark.kernels.normalize import NormalizeOptions, normalize_texts
-from neardup_spark.kernels.shingles import split_words
+from neardup_spark.kernels.shingles import char_unit_mask, split_words
 
 
 def fingerprint_schema(id_type: T.DataType) -> T.StructType:
@@ -38,8 +40,44 @@ def fingerprint_schema(id_type: T.DataType) -> T.StructType:
         T.StructField(N_WORDS, T.IntegerType(), False),
         T.StructField(EXACT_FP, T.LongType(), False),
         T.StructField(NORMALIZED, T.StringType(), True),
+        T.StructField(CHAR_UNIT, T.BooleanType(), False),
+        T.StructField(REPLACED_BYTES, T.IntegerType(), False),
     ]
     return T.StructType(fields)
+
+
+def decode_utf8(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """Binary texts -> strings, invalid UTF-8 replaced by U+FFFD; also the replaced-byte counts.
+
+    String input passes through unchanged.
+    """
+    if not (pa.types.is_binary(texts.type) or pa.types.is_large_binary(texts.type)):
+        return texts, np.zeros(len(texts), dtype=np.int32)
+    try:  # the common case: valid UTF-8, decoded without a Python loop
+        return texts.cast(pa.large_string()), np.zeros(len(texts), dtype=np.int32)
+    except pa.ArrowInvalid:
+        pass
+    decoded: list[str | None] = []
+    replaced = np.zeros(len(texts), dtype=np.int32)
+    for i, raw in enumerate(texts.to_pylist()):
+        if raw is None:
+            decoded.append(None)
+            continue
+        text = raw.decode("utf-8", errors="replace")
+        replaced[i] = len(raw) - len(raw.decode("utf-8", errors="ignore").encode("utf-8"))
+        decoded.append(text)
+    return pa.array(decoded, pa.large_string()), replaced
+
+
+def count_tokens(normalized: pa.Array, char_unit: np.ndarray, single_spaced: bool) -> np.ndarray:
+    """Shingling tokens per normalised text (int32): words, or non-space characters where
+    ``char_unit``; null and empty texts have none."""
+    words = count_words(normalized, single_spaced)
+    if char_unit.any():
+        spaces = pc.count_substring_regex(normalized, r"\s").to_numpy(zero_copy_only=False)
+        chars = pc.utf8_length(normalized).to_numpy(zero_copy_only=False) - spaces
+        words = np.where(char_unit, chars, words).astype(np.int32)
+    return words
 
 
 def count_words(normalized: pa.Array, single_spaced: bool) -> np.ndarray:
@@ -53,14 +91,15 @@ def count_words(normalized: pa.Array, single_spaced: bool) -> np.ndarray:
 
 
 def _fingerprint_fn(
-    options: NormalizeOptions,
+    options: NormalizeOptions, shingle_unit: str
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            texts = batch.column(TEXT)
+            texts, replaced = decode_utf8(batch.column(TEXT))
             normalized = normalize_texts(texts, options)
             fps, valid = exact_fingerprints(normalized)
-            n_words = count_words(normalized, options.collapse_whitespace)
+            char_unit = char_unit_mask(normalized, shingle_unit)
+            n_words = count_tokens(normalized, char_unit, options.collapse_whitespace)
             columns = [
                 batch.column(DOC_ID),
                 texts.is_null(),
@@ -68,26 +107,44 @@ def _fingerprint_fn(
                 pc.fill_null(pc.utf8_length(texts), 0).cast(pa.int32()),
                 pa.array(n_words),
                 pa.array(fps.view(np.int64)),
-                normalized.cast(texts.type),
+                normalized.cast(pa.string()),
+                pa.array(char_unit),
+                pa.array(replaced),
             ]
-            names = [DOC_ID, TEXT_IS_NULL, HAS_TEXT, N_CHARS, N_WORDS, EXACT_FP, NORMALIZED]
+            names = [
+                DOC_ID,
+                TEXT_IS_NULL,
+                HAS_TEXT,
+                N_CHARS,
+                N_WORDS,
+                EXACT_FP,
+                NORMALIZED,
+                CHAR_UNIT,
+                REPLACED_BYTES,
+            ]
             yield pa.RecordBatch.from_arrays(columns, names=names)
 
     return run
 
 
-def fingerprint(options: NormalizeOptions) -> Callable[[DataFrame], DataFrame]:
+def fingerprint(
+    options: NormalizeOptions, shingle_unit: str = "auto"
+) -> Callable[[DataFrame], DataFrame]:
     """Documents -> one fingerprint row each, for ``df.transform``.
 
-    Input columns: ``doc_id``, ``text``. Output columns: ``doc_id``, ``text_is_null``,
-    ``has_text`` (some words after normalisation), ``n_chars`` (raw characters), ``n_words``,
+    Input columns: ``doc_id``, ``text`` (string, or binary decoded as UTF-8 with replacement).
+    Output columns: ``doc_id``, ``text_is_null``, ``has_text`` (some words after normalisation),
+    ``n_chars`` (characters of the decoded text), ``n_words`` (shingling tokens: words, or
+    characters for a character-shingled document),
     ``exact_fp`` (SHA-256-64 of the normalised text as int64; 0 without text), ``normalized``
-    (the normalised text: later stages shingle it without normalising again).
+    (the normalised text: later stages shingle it without normalising again), ``char_unit``
+    (shingle by characters, see :func:`~neardup_spark.kernels.shingles.char_unit_mask`),
+    ``replaced_bytes`` (invalid UTF-8 bytes replaced in a binary text).
     """
 
     def transform(docs: DataFrame) -> DataFrame:
         schema = fingerprint_schema(docs.schema[DOC_ID].dataType)
-        return docs.select(DOC_ID, TEXT).mapInArrow(_fingerprint_fn(options), schema)
+        return docs.select(DOC_ID, TEXT).mapInArrow(_fingerprint_fn(options, shingle_unit), schema)
 
     return transform
 

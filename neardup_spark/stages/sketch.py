@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -10,11 +11,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from neardup_spark.arrow_utils import binary_from_csr, binary_from_rows
-from neardup_spark.columns import BAND_KEYS, DOC_ID, NORMALIZED, SHINGLES, SKETCH
+from neardup_spark.columns import BAND_KEYS, CHAR_UNIT, DOC_ID, NORMALIZED, SHINGLES, SKETCH
 from neardup_spark.config import DedupeConfig
 from neardup_spark.kernels.lsh import band_keys
 from neardup_spark.kernels.minhash import MultiplyShiftFamily, signatures
-from neardup_spark.kernels.shingles import combine_word_hashes, word_batch
+from neardup_spark.kernels.shingles import document_shingles
 
 
 def sketch_schema(id_type: T.DataType) -> T.StructType:
@@ -37,19 +38,41 @@ def key_lists(keys: np.ndarray, present: np.ndarray) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(keys[present].reshape(-1)))
 
 
+# Test hook for fault tolerance: when this environment variable names a file that does not exist
+# yet, the first sketch batch to see it creates the file and fails, so exactly one task attempt
+# fails and Spark's retry must produce the same result (tests/test_bad_input.py).
+FAIL_ONCE_ENV = "NEARDUP_FAIL_ONCE_MARKER"
+
+
+def _maybe_fail_once() -> None:
+    marker = os.environ.get(FAIL_ONCE_ENV)
+    if not marker:
+        return
+    try:
+        with open(marker, "x", encoding="utf-8") as handle:
+            handle.write("failed once\n")
+    except FileExistsError:
+        return
+    raise RuntimeError(f"injected task failure ({FAIL_ONCE_ENV}={marker})")
+
+
 def sketch_batch_fn(
     config: DedupeConfig,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The per-batch function of :func:`sketch`; captures plain parameters only."""
     assert config.bands is not None and config.rows is not None
     ngram, seed, bands, rows = config.ngram, config.seed, config.bands, config.rows
+    char_ngram = config.char_ngram
     single_spaced = config.normalize.collapse_whitespace
     family = MultiplyShiftFamily.from_seed(config.num_perm, seed)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            words = word_batch(batch.column(NORMALIZED), seed, single_spaced)
-            offsets, shingles = combine_word_hashes(words, ngram)
+            _maybe_fail_once()
+            char_unit = batch.column(CHAR_UNIT).to_numpy(zero_copy_only=False)
+            offsets, shingles = document_shingles(
+                batch.column(NORMALIZED), char_unit, ngram, char_ngram, seed, single_spaced
+            )
             sketches = signatures(offsets, shingles, family)
             # Documents without shingles get no band keys: they can never be candidates.
             keys = key_lists(band_keys(sketches, bands, rows), np.diff(offsets) > 0)
@@ -69,8 +92,8 @@ def sketch_batch_fn(
 def sketch(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
     """Normalised documents -> MinHash sketches and band keys, for ``df.transform``.
 
-    Input columns: ``doc_id`` (string or integer), ``normalized`` (string, nullable; the
-    output of :func:`~neardup_spark.stages.fingerprint.fingerprint`).
+    Input columns: ``doc_id`` (string or integer), ``normalized`` (string, nullable) and
+    ``char_unit`` (bool), as :func:`~neardup_spark.stages.fingerprint.fingerprint` writes them.
     Output columns (:func:`sketch_schema`): ``doc_id``, ``shingles`` (the document's uint64
     shingle hashes in text order, repeats kept, as bytes), ``sketch`` (``num_perm`` uint32 MinHash
     values as bytes), ``band_keys`` (``bands`` int64 keys; empty for a document without shingles).
@@ -78,6 +101,8 @@ def sketch(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
 
     def transform(docs: DataFrame) -> DataFrame:
         schema = sketch_schema(docs.schema[DOC_ID].dataType)
-        return docs.select(DOC_ID, NORMALIZED).mapInArrow(sketch_batch_fn(config), schema)
+        return docs.select(DOC_ID, NORMALIZED, CHAR_UNIT).mapInArrow(
+            sketch_batch_fn(config), schema
+        )
 
     return transform
