@@ -8,7 +8,7 @@ DEMO_DIR ?= data/demo
 DEMO_OUT ?= out/demo
 DEMO_DOCS ?= 5000
 
-.PHONY: help setup demo test lint format bench clean
+.PHONY: help setup demo test lint format bench cluster-test eval-extract clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -28,6 +28,12 @@ demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
 
 test: $(STAMP)  ## run the test suite (real Spark in local mode)
 	$(BIN)/python -m pytest -q
+
+cluster-test: $(STAMP)  ## standalone master+worker on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test)
+	$(BIN)/python -m pytest -q -m slow tests/test_cluster.py
+
+eval-extract: $(STAMP)  ## main-content extraction F1 and WARC reader speed on ../shared/data
+	$(BIN)/python -m neardup_spark.extract_eval
 
 lint: $(STAMP)  ## ruff and mypy
 	$(BIN)/ruff check .

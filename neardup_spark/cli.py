@@ -1,4 +1,5 @@
-"""The ``neardup`` command line: ``dedupe``, ``generate``.
+"""The ``neardup`` command line: ``dedupe``, ``ingest``, ``fingerprint``, ``report``,
+``explain``, ``evaluate``, ``generate`` (and ``bench``).
 
 Exit codes: 0 success, 2 user error (bad arguments, input or output location; no traceback),
 1 job failure.
@@ -245,6 +246,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_explain_arguments(explain)
     explain.set_defaults(func=run_explain)
+
+    from neardup_spark.ingest import add_arguments as add_ingest_arguments
+    from neardup_spark.ingest import run_ingest
+
+    ingest = sub.add_parser(
+        "ingest", help="read WARC/WET files into the Parquet corpus dedupe reads"
+    )
+    add_ingest_arguments(ingest)
+    ingest.set_defaults(func=run_ingest)
 
     from neardup_spark.evaluate import add_arguments as add_evaluate_arguments
     from neardup_spark.evaluate import run_evaluate

@@ -25,6 +25,10 @@ log = logging.getLogger(__name__)
 SUCCESS_MARKER = "_SUCCESS"
 REPORT_FILE = "report.json"
 CHECKPOINT_DIR = "_checkpoints"
+STAGING_DIR = "_staging"
+MANIFEST_FILE = "manifest.json"
+# What a commit moves from the staging directory into OUTPUT, in this order.
+COMMITTED_ENTRIES = ("clusters", "pairs", "deduplicated", "changed_clusters", REPORT_FILE)
 # What a run of ours may leave in OUTPUT; anything else there means the path is someone else's.
 OUTPUT_ENTRIES = frozenset(
     {
@@ -34,7 +38,8 @@ OUTPUT_ENTRIES = frozenset(
         REPORT_FILE,
         SUCCESS_MARKER,
         CHECKPOINT_DIR,
-        "manifest.json",
+        STAGING_DIR,
+        MANIFEST_FILE,
         "report.html",
         "changed_clusters",
     }
@@ -202,6 +207,7 @@ class OutputDir:
 
     def __init__(self, spark: SparkSession, path: str) -> None:
         self.path = path
+        self._spark = spark
         jvm = spark.sparkContext._jvm
         assert jvm is not None
         self._jvm = jvm
@@ -226,9 +232,11 @@ class OutputDir:
         return [status.getPath().getName() for status in self._fs.listStatus(self._root)]
 
     def prepare(self, overwrite: bool) -> None:
-        """Refuse a finished output unless ``overwrite``; clear a partial one.
+        """Check OUTPUT may be written: refuse a finished run unless ``overwrite``, refuse a
+        directory holding files a run of ours would not write, and clear a stale staging area.
 
-        A directory holding anything a run of ours would not write is never deleted.
+        Nothing of a previous run is deleted here: new outputs are staged and replace the old
+        ones only at :meth:`commit`, so a run killed at any point leaves them as they were.
         """
         if self.exists() and not self._fs.getFileStatus(self._root).isDirectory():
             raise UserError(f"output {self.path} exists and is a file")
@@ -242,10 +250,29 @@ class OutputDir:
             raise UserError(
                 f"output {self.path} already holds a finished run; pass --overwrite to replace it"
             )
-        if self.exists():
-            if not self.exists(SUCCESS_MARKER):
-                log.info("removing the unfinished output at %s", self.path)
-            self.delete()
+        for stale in (STAGING_DIR, CHECKPOINT_DIR):
+            if self.exists(stale):
+                log.info("removing %s left by an unfinished run", self.child(stale))
+                self.delete(stale)
+
+    def staging(self, run_id: str) -> OutputDir:
+        """The directory a run writes into before :meth:`commit`."""
+        return OutputDir(self._spark, self.child(f"{STAGING_DIR}/{run_id}"))
+
+    def commit(self, staged: OutputDir, manifest: dict[str, Any]) -> None:
+        """Replace OUTPUT's contents by the staged run: ``_SUCCESS`` goes first and comes back
+        last, so a reader (or a rerun) never takes a half-replaced OUTPUT for a finished one."""
+        if self.exists(SUCCESS_MARKER):
+            self.delete(SUCCESS_MARKER)
+        for name in (*COMMITTED_ENTRIES, MANIFEST_FILE, "report.html"):
+            if self.exists(name):
+                self.delete(name)
+        for name in COMMITTED_ENTRIES:
+            if staged.exists(name):
+                self._fs.rename(staged._path(name), self._path(name))
+        self.write_json(MANIFEST_FILE, manifest)
+        self.mark_success()
+        self.delete(STAGING_DIR)
 
     def write_text(self, name: str, text: str) -> None:
         stream = self._fs.create(self._path(name), True)
@@ -253,6 +280,21 @@ class OutputDir:
             stream.write(bytearray(text.encode("utf-8")))
         finally:
             stream.close()
+
+    def file_listing(self, paths: list[str]) -> list[dict[str, Any]]:
+        """Size and modification time of each path (for manifests)."""
+        jvm = self._jvm
+        out = []
+        for path in paths:
+            status = self._fs.getFileStatus(jvm.org.apache.hadoop.fs.Path(path))
+            out.append(
+                {
+                    "path": path,
+                    "bytes": int(status.getLen()),
+                    "mtime": int(status.getModificationTime()),
+                }
+            )
+        return out
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:
         self.write_text(name, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")

@@ -6,9 +6,11 @@ config)`` is what the command line and ``jobs/dedupe.py`` call.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -352,21 +354,24 @@ def run(
         raise UserError("the output path must differ from the input path")
     out = OutputDir(spark, output_path)
     out.prepare(overwrite)
+    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+    staged = out.staging(run_id)
     with timer.stage("read"):
         df, skipped_files = read_corpus(spark, input_path, config.skip_corrupt)
         check_columns(df, config.id_col, config.text_col)
-    spark.sparkContext.setCheckpointDir(out.child(CHECKPOINT_DIR))
+    spark.sparkContext.setCheckpointDir(staged.child(CHECKPOINT_DIR))
     result = dedupe(df, config, checkpoint=_reliable_checkpoint, timer=timer)
     with timer.stage("write"):
-        result.clusters.write.mode("overwrite").parquet(out.child("clusters"))
-        result.pairs.write.mode("overwrite").parquet(out.child("pairs"))
-        result.deduplicated.write.mode("overwrite").parquet(out.child("deduplicated"))
+        result.clusters.write.parquet(staged.child("clusters"))
+        result.pairs.write.parquet(staged.child("pairs"))
+        result.deduplicated.write.parquet(staged.child("deduplicated"))
     result.release()
-    out.delete(CHECKPOINT_DIR)
+    staged.delete(CHECKPOINT_DIR)
     wall = time.perf_counter() - started
     report = dict(result.report)
     report.update(
         {
+            "run_id": run_id,
             "input": input_path,
             "output": output_path,
             "spark": {"version": spark.version, "master": spark.sparkContext.master},
@@ -376,6 +381,16 @@ def run(
             "docs_per_second": round(report["counts"]["input_rows"] / wall, 1) if wall else None,
         }
     )
-    out.write_json(REPORT_FILE, report)
-    out.mark_success()
+    staged.write_json(REPORT_FILE, report)
+    skipped = {s["path"] for s in skipped_files}
+    manifest = {
+        "run_id": run_id,
+        "neardup_spark_version": __version__,
+        "input": input_path,
+        "input_files": out.file_listing([f for f in df.inputFiles() if f not in skipped]),
+        "skipped_files": skipped_files,
+        "config_sha256": hashlib.sha256(config.fingerprint().encode()).hexdigest(),
+        "counts": report["counts"],
+    }
+    out.commit(staged, manifest)
     return report

@@ -153,3 +153,49 @@ def test_fingerprint_command_other_methods(capsys):
     out = capsys.readouterr().out
     assert "8 distinct word 5-shingles" in out and "28 bands x 7 rows" in out
     assert main(["fingerprint", "--method", "bogus", D1]) == 2
+
+
+@pytest.mark.slow
+def test_a_killed_rerun_leaves_the_previous_output_intact(tmp_path):
+    import signal
+    import time
+
+    from neardup_spark.generate import generate_corpus
+
+    table, _ = generate_corpus(1500, seed=2, mean_words=100)
+    pq.write_table(table, tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    args = (
+        "dedupe",
+        str(tmp_path / "in.parquet"),
+        str(out),
+        "--master",
+        "local[2]",
+        "--no-report",
+        "--set",
+        "spark.sql.shuffle.partitions=2",
+    )
+    first = neardup(*args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = ds.dataset(str(out / "clusters")).to_table().sort_by("doc_id")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neardup_spark", *args, "--overwrite"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.time() + 240
+    while time.time() < deadline and not (out / "_staging").exists():
+        time.sleep(0.2)
+    time.sleep(2)  # well inside the run: staging exists, nothing committed yet
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert (out / "_SUCCESS").exists()
+    assert ds.dataset(str(out / "clusters")).to_table().sort_by("doc_id").equals(before)
+    again = neardup(*args, "--overwrite")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert not (out / "_staging").exists()
+    assert ds.dataset(str(out / "clusters")).to_table().sort_by("doc_id").equals(before)

@@ -58,7 +58,10 @@ def test_output_contract(finished_run, corpus):
     _, table, _ = corpus
     for name in ("clusters", "pairs", "deduplicated", "report.json", "_SUCCESS"):
         assert (out / name).exists(), name
-    assert not (out / "_checkpoints").exists()
+    assert not (out / "_checkpoints").exists() and not (out / "_staging").exists()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["run_id"] == report["run_id"] and len(manifest["config_sha256"]) == 64
+    assert len(manifest["input_files"]) == 2 and manifest["counts"] == report["counts"]
     clusters = read(out / "clusters")
     assert clusters.column_names == ["doc_id", "cluster_id", "is_representative"]
     ids = clusters.column("doc_id").to_pylist()
