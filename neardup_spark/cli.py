@@ -182,9 +182,9 @@ def fingerprint_lines(text: str, method: str, hash_name: str, config: DedupeConf
         fp = simhash_text(
             text,
             "mmh3",
-            "count",
+            config.simhash_weighting,  # type: ignore[arg-type]
             seed=config.seed,
-            options=config.normalize,  # type: ignore[arg-type]
+            options=config.normalize,
         )
         return [to_hex(fp)]
     sets = shingle_sets(pa.array([normalized], pa.large_string()), config.ngram, config.seed)

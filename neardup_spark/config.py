@@ -57,7 +57,7 @@ class DedupeConfig:
     blocks: int = 6
     simhash_features: str = "words"
     simhash_hash: str = "mmh3"
-    simhash_weighting: str = "count"
+    simhash_weighting: str = "binary"
     representative: str = "smallest_id"
     # LSH buckets up to this size emit all their pairs; larger ones a star from their smallest
     # id, so candidate edges stay linear in the bucket size.

@@ -321,7 +321,7 @@ def _member_similarities(
             simhash_text(
                 t,
                 config.get("simhash_hash", "mmh3"),
-                config.get("simhash_weighting", "count"),
+                config.get("simhash_weighting", "binary"),
                 seed=seed,
                 shingle_k=ngram if config.get("simhash_features") == "shingles" else None,
                 options=options,

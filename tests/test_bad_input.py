@@ -127,9 +127,10 @@ def test_text_without_spaces_uses_character_shingles(spark):
     words_only.release()
 
 
-def test_50000_identical_documents_make_one_cluster_with_linear_edges(spark):
+@pytest.mark.parametrize("method", ["minhash", "simhash"])
+def test_50000_identical_documents_make_one_cluster_with_linear_edges(spark, method):
     df = spark.range(50_000).selectExpr("cast(id as string) as id", "'the same page again' as text")
-    result = dedupe(df, build_config())
+    result = dedupe(df, build_config(options={"method": method}))
     counts = result.report["counts"]
     assert counts["clusters"] == 1 and counts["removed"] == 49_999
     assert counts["exact_copies"] == 49_999 and counts["verified_pairs"] == 49_999
