@@ -14,7 +14,8 @@ from neardup_spark.config import DedupeConfig
 LOCAL_DEFAULTS = {
     "spark.driver.memory": "2g",
     "spark.sql.shuffle.partitions": "8",
-    "spark.ui.showConsoleProgress": "false",
+    # Spark's console progress bar when a person watches; none in a scheduler's log file.
+    "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false",
     "spark.sql.adaptive.enabled": "true",
 }
 
