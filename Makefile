@@ -29,6 +29,9 @@ demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
 test: $(STAMP)  ## run the test suite (real Spark in local mode)
 	$(BIN)/python -m pytest -q
 
+bench: $(STAMP)  ## benchmark vs the hashing floor, Spark MLlib, datasketch (10k/30k/100k docs; ~25 min)
+	$(BIN)/neardup bench
+
 cluster-test: $(STAMP)  ## standalone master+worker on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test)
 	$(BIN)/python -m pytest -q -m slow tests/test_cluster.py
 

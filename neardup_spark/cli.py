@@ -247,6 +247,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_explain_arguments(explain)
     explain.set_defaults(func=run_explain)
 
+    from neardup_spark.bench import add_arguments as add_bench_arguments
+    from neardup_spark.bench import run_bench
+
+    bench = sub.add_parser(
+        "bench", help="benchmark against the hashing floor, Spark MLlib and datasketch"
+    )
+    add_bench_arguments(bench)
+    bench.set_defaults(func=run_bench)
+
     from neardup_spark.ingest import add_arguments as add_ingest_arguments
     from neardup_spark.ingest import run_ingest
 

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
-import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -63,36 +61,31 @@ def _read_parquet(spark: SparkSession, paths: list[str], shown: str) -> DataFram
         raise UserError(f"cannot read {shown} as Parquet: {first}") from None
 
 
-def _footer_problems(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Per file: an error message if its Parquet footer cannot be read, else null."""
+def _footer_problem(path: str) -> str | None:
+    """Why a Parquet footer cannot be read (``None`` if it can, or if the path is not local)."""
     import pyarrow.parquet as pq
 
-    for batch in batches:
-        errors: list[str | None] = []
-        for path in batch.column("path").to_pylist():
-            local = path[len("file:") :] if path.startswith("file:") else path
-            if "://" in local and not local.startswith("/"):
-                errors.append(None)  # object stores: left to Spark's own reader
-                continue
-            try:
-                pq.read_metadata(local)
-                errors.append(None)
-            except Exception as exc:
-                errors.append(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
-        yield pa.RecordBatch.from_arrays(
-            [batch.column("path"), pa.array(errors, pa.string())], names=["path", "error"]
-        )
+    local = path[len("file:") :] if path.startswith("file:") else path
+    if "://" in local or not local.startswith("/"):
+        return None  # object stores and HDFS: left to Spark's own reader
+    try:
+        pq.read_metadata(local)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return None
 
 
-def unreadable_files(spark: SparkSession, files: list[str]) -> list[tuple[str, str]]:
-    """Files whose Parquet footer cannot be read, with the reason (one Spark job over the list)."""
-    if not files:
-        return []
-    listing = spark.createDataFrame([(f,) for f in files], "path string")
-    checked = listing.repartition(min(len(files), 64)).mapInArrow(
-        _footer_problems, "path string, error string"
-    )
-    return sorted((r["path"], r["error"]) for r in checked.where("error is not null").collect())
+def unreadable_files(files: list[str]) -> list[tuple[str, str]]:
+    """Local files whose Parquet footer cannot be read, with the reason.
+
+    Footers are read on the driver (a few milliseconds each, threads for many files): no Spark
+    job, so small runs do not pay for one.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        problems = list(pool.map(_footer_problem, files))
+    return sorted((f, why) for f, why in zip(files, problems, strict=True) if why is not None)
 
 
 def list_data_files(spark: SparkSession, path: str) -> tuple[list[str], bool]:
@@ -129,7 +122,7 @@ def read_corpus(
     files, is_dir = list_data_files(spark, path)
     if not files:
         raise UserError(f"no Parquet files found under {path}")
-    bad = unreadable_files(spark, files)
+    bad = unreadable_files(files)
     if not bad:
         return _read_parquet(spark, [path], path), []
     if not skip_corrupt:

@@ -245,6 +245,12 @@ def dedupe(
         check_ids(df, config.id_col)
 
     docs = as_documents(df, config.id_col, config.text_col)
+    # The per-document stages run one task per input partition: a corpus in fewer partitions
+    # than twice the cores (a few large files) would leave cores idle. Hash partitioning on the
+    # id keeps the layout independent of task order.
+    target = 2 * spark.sparkContext.defaultParallelism
+    if df.rdd.getNumPartitions() < target:
+        docs = docs.repartition(target, DOC_ID)
     fingerprints = docs.transform(fingerprint(config.normalize, config.shingle_unit)).persist(
         BULK_STORAGE
     )
