@@ -30,7 +30,7 @@ def binary_from_rows(matrix: np.ndarray) -> pa.Array:
     return binary_from_csr(offsets, np.ascontiguousarray(matrix).reshape(-1))
 
 
-def csr_from_binary(column: pa.Array, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+def csr_from_binary(column: pa.Array, dtype: type | np.dtype) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of :func:`binary_from_csr`: ``(offsets in elements, flat values)``.
 
     Null rows read as empty.

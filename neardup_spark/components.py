@@ -17,7 +17,7 @@ Either way the edge list stays on the executors; nothing is collected to the dri
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -78,7 +78,7 @@ def _is_forest_of_stars(edges: DataFrame) -> bool:
     return edges.select(DOC_A).join(leaves, DOC_A, "left_semi").limit(1).count() == 0
 
 
-def _labels_in_one_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _labels_in_one_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     collected = [batch for batch in batches if batch.num_rows]
     if not collected:
         return

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -12,7 +13,14 @@ from pyspark.sql import types as T
 
 from neardup_spark.columns import BAND_KEYS, DOC_A, DOC_B, DOC_ID, HAMMING, NORMALIZED, SIMHASH
 from neardup_spark.config import DedupeConfig
-from neardup_spark.kernels.simhash import shingle_features, simhash_batch, table_keys, word_features
+from neardup_spark.kernels.simhash import (
+    HashName,
+    Weighting,
+    shingle_features,
+    simhash_batch,
+    table_keys,
+    word_features,
+)
 from neardup_spark.stages.sketch import key_lists
 
 
@@ -29,23 +37,31 @@ def simhash_schema(id_type: T.DataType) -> T.StructType:
 
 def _simhash_fn(
     config: DedupeConfig,
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     seed, ngram = config.seed, config.ngram
-    features, hash_name, weighting = (
-        config.simhash_features,
-        config.simhash_hash,
-        config.simhash_weighting,
-    )
+    # The config validated these against the kernels' choices.
+    features = config.simhash_features
+    hash_name = cast(HashName, config.simhash_hash)
+    weighting = cast(Weighting, config.simhash_weighting)
     blocks, k = config.blocks, config.hamming_k
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             normalized = batch.column(NORMALIZED)
             if features == "words":
-                offsets, hashes, weights = word_features(normalized, seed, hash_name, weighting)
+                offsets, hashes, weights = word_features(
+                    normalized,
+                    seed,
+                    hash_name,
+                    weighting,
+                )
             else:
                 offsets, hashes, weights = shingle_features(
-                    normalized, ngram, seed, hash_name, weighting
+                    normalized,
+                    ngram,
+                    seed,
+                    hash_name,
+                    weighting,
                 )
             fps = simhash_batch(offsets, hashes, weights)
             has_features = np.diff(offsets) > 0

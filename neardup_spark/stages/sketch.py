@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -58,7 +58,7 @@ def _maybe_fail_once() -> None:
 
 def sketch_batch_fn(
     config: DedupeConfig,
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The per-batch function of :func:`sketch`; captures plain parameters only."""
     assert config.bands is not None and config.rows is not None
     ngram, seed, bands, rows = config.ngram, config.seed, config.bands, config.rows
@@ -66,7 +66,7 @@ def sketch_batch_fn(
     single_spaced = config.normalize.collapse_whitespace
     family = MultiplyShiftFamily.from_seed(config.num_perm, seed)
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             _maybe_fail_once()
             char_unit = batch.column(CHAR_UNIT).to_numpy(zero_copy_only=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +30,7 @@ def scored_schema(id_type: T.DataType) -> T.StructType:
     )
 
 
-def _score_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _score_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         off_a, val_a = csr_from_binary(batch.column(_SHINGLES_A), np.uint64)
         off_b, val_b = csr_from_binary(batch.column(_SHINGLES_B), np.uint64)
