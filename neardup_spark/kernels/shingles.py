@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup_spark.kernels.hashing import GOLDEN64, fmix64, splitmix64_stream
+from neardup_spark.kernels.word_shingles import word_shingle_hashes
 
 # Bump when anything here changes the hash of a shingle: an index built under another version
 # cannot be mixed with new sketches.
@@ -248,25 +249,36 @@ def document_shingles(
     if isinstance(normalized, pa.ChunkedArray):
         normalized = normalized.combine_chunks()
     if not char_mask.any():
-        return combine_word_hashes(word_batch(normalized, seed, single_spaced), ngram)
+        return word_shingles(normalized, ngram, seed, single_spaced)
     char_docs = np.flatnonzero(char_mask)
     word_docs = np.flatnonzero(~char_mask)
     parts = []
     if word_docs.size:
         subset = normalized.take(pa.array(word_docs))
-        parts.append(
-            (word_docs, *combine_word_hashes(word_batch(subset, seed, single_spaced), ngram))
-        )
+        parts.append((word_docs, *word_shingles(subset, ngram, seed, single_spaced)))
     subset = normalized.take(pa.array(char_docs))
     parts.append((char_docs, *combine_word_hashes(char_batch(subset, seed), char_ngram)))
     return _merge_csr(len(normalized), parts)
+
+
+def word_shingles(
+    normalized: pa.Array, ngram: int, seed: int, single_spaced: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Word ``ngram``-shingle hashes of every document (CSR, text order, repeats kept).
+
+    Single-spaced texts take the compiled path (:mod:`~neardup_spark.kernels.word_shingles`),
+    others the NumPy one; both give the same hashes.
+    """
+    if single_spaced:
+        return word_shingle_hashes(normalized, ngram, seed, position_multipliers(ngram))
+    return combine_word_hashes(word_batch(normalized, seed, single_spaced), ngram)
 
 
 def shingle_sets(
     normalized: pa.Array, k: int, seed: int, single_spaced: bool = False
 ) -> ShingleSets:
     """Sorted shingle-hash sets of a batch of normalised texts."""
-    offsets, hashes = combine_word_hashes(word_batch(normalized, seed, single_spaced), k)
+    offsets, hashes = word_shingles(normalized, k, seed, single_spaced)
     return unique_per_doc(offsets, hashes)
 
 

@@ -28,6 +28,7 @@ from neardup_spark.columns import (
 from neardup_spark.kernels.fingerprint import exact_fingerprints
 from neardup_spark.kernels.normalize import NormalizeOptions, normalize_texts
 from neardup_spark.kernels.shingles import char_unit_mask, split_words
+from neardup_spark.kernels.word_shingles import word_counts
 
 
 def fingerprint_schema(id_type: T.DataType) -> T.StructType:
@@ -83,9 +84,7 @@ def count_tokens(normalized: pa.Array, char_unit: np.ndarray, single_spaced: boo
 def count_words(normalized: pa.Array, single_spaced: bool) -> np.ndarray:
     """Words per normalised text (int32); null and empty texts have none."""
     if single_spaced:
-        spaces = pc.fill_null(pc.count_substring(normalized, " "), 0).to_numpy(zero_copy_only=False)
-        nonempty = pc.fill_null(pc.greater(pc.utf8_length(normalized), 0), False)
-        return np.where(nonempty.to_numpy(zero_copy_only=False), spaces + 1, 0).astype(np.int32)
+        return word_counts(normalized).astype(np.int32)
     _, parents = split_words(normalized)
     return np.bincount(parents, minlength=len(normalized)).astype(np.int32)
 
