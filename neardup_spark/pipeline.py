@@ -59,9 +59,9 @@ from neardup_spark.stages.clusters import (
     representatives,
     simhash_pairs,
 )
-from neardup_spark.stages.fingerprint import exact_copy_edges, fingerprint
-from neardup_spark.stages.simhash import hamming_scored, simhash_sketch
-from neardup_spark.stages.sketch import sketch
+from neardup_spark.stages.documents import document_features
+from neardup_spark.stages.fingerprint import exact_copy_edges
+from neardup_spark.stages.simhash import hamming_scored
 from neardup_spark.stages.verify import score_candidates, verified
 
 log = logging.getLogger(__name__)
@@ -179,49 +179,31 @@ def _candidates(
     return candidates
 
 
-def _minhash_edges(
+def _near_edges(
+    documents: DataFrame,
     unique_docs: DataFrame,
     config: DedupeConfig,
     timer: StageTimer,
     counts: dict[str, int],
     persisted: list[DataFrame],
 ) -> DataFrame:
-    sketches = unique_docs.transform(sketch(config)).persist(BULK_STORAGE)
-    persisted.append(sketches)
-    with timer.stage("sketch") as counted:
-        counted["rows"] = sketches.count()
-    candidates = _candidates(sketches, config, timer, counts, persisted)
-    broadcast = counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
-    scored = candidates.transform(score_candidates(sketches, broadcast)).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
+    """Candidates from ``unique_docs``' band keys, scored with ``documents``' sketches ->
+    verified ``pairs/`` rows of the MinHash or SimHash method."""
+    candidates = _candidates(unique_docs, config, timer, counts, persisted)
+    if config.method == "minhash":
+        broadcast = counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
+        scored = candidates.transform(score_candidates(documents, broadcast))
+        passes = F.col(JACCARD) >= config.threshold
+    else:
+        scored = candidates.transform(hamming_scored(documents))
+        passes = F.col(HAMMING) <= config.hamming_k
+    scored = scored.persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(scored)
     with timer.stage("verify") as counted:
-        counts["near_pairs"] = counted["verified"] = scored.where(
-            F.col(JACCARD) >= config.threshold
-        ).count()
-    return scored.transform(verified(config.threshold)).transform(minhash_pairs)
-
-
-def _simhash_edges(
-    unique_docs: DataFrame,
-    config: DedupeConfig,
-    timer: StageTimer,
-    counts: dict[str, int],
-    persisted: list[DataFrame],
-) -> DataFrame:
-    sketches = unique_docs.transform(simhash_sketch(config)).persist(BULK_STORAGE)
-    persisted.append(sketches)
-    with timer.stage("sketch") as counted:
-        counted["rows"] = sketches.count()
-    candidates = _candidates(sketches, config, timer, counts, persisted)
-    scored = candidates.transform(hamming_scored(sketches)).persist(StorageLevel.MEMORY_AND_DISK)
-    persisted.append(scored)
-    with timer.stage("verify") as counted:
-        counts["near_pairs"] = counted["verified"] = scored.where(
-            F.col(HAMMING) <= config.hamming_k
-        ).count()
-    return simhash_pairs(scored.where(F.col(HAMMING) <= config.hamming_k))
+        counts["near_pairs"] = counted["verified"] = scored.where(passes).count()
+    if config.method == "minhash":
+        return scored.transform(verified(config.threshold)).transform(minhash_pairs)
+    return simhash_pairs(scored.where(passes))
 
 
 def dedupe(
@@ -251,13 +233,12 @@ def dedupe(
     target = 2 * spark.sparkContext.defaultParallelism
     if df.rdd.getNumPartitions() < target:
         docs = docs.repartition(target, DOC_ID)
-    fingerprints = docs.transform(fingerprint(config.normalize, config.shingle_unit)).persist(
-        BULK_STORAGE
-    )
+    # One pass normalises, fingerprints and sketches each document; later stages read this.
+    fingerprints = docs.transform(document_features(config)).persist(BULK_STORAGE)
     # Intermediates of the pair search, released once the pairs are materialised.
     intermediates: list[DataFrame] = []
     shortest = F.when(F.col(CHAR_UNIT), config.char_ngram).otherwise(config.ngram)
-    with timer.stage("fingerprint") as counted:
+    with timer.stage("sketch") as counted:
         row = fingerprints.agg(
             F.count(F.lit(1)).alias("input_rows"),
             F.sum(F.col(TEXT_IS_NULL).cast("long")).alias("null_texts"),
@@ -285,8 +266,9 @@ def dedupe(
     counts["exact_copies"] = n_copies
     counts["candidate_pairs"] = counts["near_pairs"] = 0
     if config.method != "exact":
-        find_edges = _minhash_edges if config.method == "minhash" else _simhash_edges
-        pair_parts.append(find_edges(unique_docs, config, timer, counts, intermediates))
+        pair_parts.append(
+            _near_edges(fingerprints, unique_docs, config, timer, counts, intermediates)
+        )
     pairs = pair_parts[0]
     for part in pair_parts[1:]:
         pairs = pairs.unionByName(part)

@@ -30,6 +30,18 @@ from neardup_spark.kernels.normalize import NormalizeOptions, normalize_texts
 from neardup_spark.kernels.shingles import char_unit_mask, split_words
 from neardup_spark.kernels.word_shingles import word_counts
 
+FINGERPRINT_COLUMNS = [
+    DOC_ID,
+    TEXT_IS_NULL,
+    HAS_TEXT,
+    N_CHARS,
+    N_WORDS,
+    EXACT_FP,
+    NORMALIZED,
+    CHAR_UNIT,
+    REPLACED_BYTES,
+]
+
 
 def fingerprint_schema(id_type: T.DataType) -> T.StructType:
     """Output schema of :func:`fingerprint`."""
@@ -89,39 +101,40 @@ def count_words(normalized: pa.Array, single_spaced: bool) -> np.ndarray:
     return np.bincount(parents, minlength=len(normalized)).astype(np.int32)
 
 
+def fingerprint_batch_fn(
+    options: NormalizeOptions, shingle_unit: str
+) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """One batch of ``doc_id``, ``text`` -> its :func:`fingerprint_schema` columns."""
+
+    def run(batch: pa.RecordBatch) -> pa.RecordBatch:
+        texts, replaced = decode_utf8(batch.column(TEXT))
+        normalized = normalize_texts(texts, options)
+        fps, valid = exact_fingerprints(normalized)
+        char_unit = char_unit_mask(normalized, shingle_unit)
+        n_words = count_tokens(normalized, char_unit, options.collapse_whitespace)
+        columns = [
+            batch.column(DOC_ID),
+            texts.is_null(),
+            pa.array(valid),
+            pc.fill_null(pc.utf8_length(texts), 0).cast(pa.int32()),
+            pa.array(n_words),
+            pa.array(fps.view(np.int64)),
+            normalized.cast(pa.string()),
+            pa.array(char_unit),
+            pa.array(replaced),
+        ]
+        return pa.RecordBatch.from_arrays(columns, names=FINGERPRINT_COLUMNS)
+
+    return run
+
+
 def _fingerprint_fn(
     options: NormalizeOptions, shingle_unit: str
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    per_batch = fingerprint_batch_fn(options, shingle_unit)
+
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            texts, replaced = decode_utf8(batch.column(TEXT))
-            normalized = normalize_texts(texts, options)
-            fps, valid = exact_fingerprints(normalized)
-            char_unit = char_unit_mask(normalized, shingle_unit)
-            n_words = count_tokens(normalized, char_unit, options.collapse_whitespace)
-            columns = [
-                batch.column(DOC_ID),
-                texts.is_null(),
-                pa.array(valid),
-                pc.fill_null(pc.utf8_length(texts), 0).cast(pa.int32()),
-                pa.array(n_words),
-                pa.array(fps.view(np.int64)),
-                normalized.cast(pa.string()),
-                pa.array(char_unit),
-                pa.array(replaced),
-            ]
-            names = [
-                DOC_ID,
-                TEXT_IS_NULL,
-                HAS_TEXT,
-                N_CHARS,
-                N_WORDS,
-                EXACT_FP,
-                NORMALIZED,
-                CHAR_UNIT,
-                REPLACED_BYTES,
-            ]
-            yield pa.RecordBatch.from_arrays(columns, names=names)
+        return map(per_batch, batches)
 
     return run
 

@@ -35,9 +35,8 @@ def simhash_schema(id_type: T.DataType) -> T.StructType:
     )
 
 
-def _simhash_fn(
-    config: DedupeConfig,
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def simhash_columns_fn(config: DedupeConfig) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """One batch of ``doc_id``, ``normalized`` -> its :func:`simhash_schema` columns."""
     seed, ngram = config.seed, config.ngram
     # The config validated these against the kernels' choices.
     features = config.simhash_features
@@ -45,31 +44,32 @@ def _simhash_fn(
     weighting = cast(Weighting, config.simhash_weighting)
     blocks, k = config.blocks, config.hamming_k
 
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            normalized = batch.column(NORMALIZED)
-            if features == "words":
-                offsets, hashes, weights = word_features(
-                    normalized,
-                    seed,
-                    hash_name,
-                    weighting,
-                )
-            else:
-                offsets, hashes, weights = shingle_features(
-                    normalized,
-                    ngram,
-                    seed,
-                    hash_name,
-                    weighting,
-                )
-            fps = simhash_batch(offsets, hashes, weights)
-            has_features = np.diff(offsets) > 0
-            keys = table_keys(fps, blocks, k)
-            yield pa.RecordBatch.from_arrays(
-                [batch.column(DOC_ID), pa.array(fps.view(np.int64)), key_lists(keys, has_features)],
-                names=[DOC_ID, SIMHASH, BAND_KEYS],
+    def run(batch: pa.RecordBatch) -> pa.RecordBatch:
+        normalized = batch.column(NORMALIZED)
+        if features == "words":
+            offsets, hashes, weights = word_features(normalized, seed, hash_name, weighting)
+        else:
+            offsets, hashes, weights = shingle_features(
+                normalized, ngram, seed, hash_name, weighting
             )
+        fps = simhash_batch(offsets, hashes, weights)
+        has_features = np.diff(offsets) > 0
+        keys = table_keys(fps, blocks, k)
+        return pa.RecordBatch.from_arrays(
+            [batch.column(DOC_ID), pa.array(fps.view(np.int64)), key_lists(keys, has_features)],
+            names=[DOC_ID, SIMHASH, BAND_KEYS],
+        )
+
+    return run
+
+
+def _simhash_fn(
+    config: DedupeConfig,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    per_batch = simhash_columns_fn(config)
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return map(per_batch, batches)
 
     return run
 

@@ -56,35 +56,45 @@ def _maybe_fail_once() -> None:
     raise RuntimeError(f"injected task failure ({FAIL_ONCE_ENV}={marker})")
 
 
-def sketch_batch_fn(
-    config: DedupeConfig,
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The per-batch function of :func:`sketch`; captures plain parameters only."""
+def sketch_columns_fn(config: DedupeConfig) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """One batch of ``doc_id``, ``normalized``, ``char_unit`` -> its :func:`sketch_schema`
+    columns; captures plain parameters only."""
     assert config.bands is not None and config.rows is not None
     ngram, seed, bands, rows = config.ngram, config.seed, config.bands, config.rows
     char_ngram = config.char_ngram
     single_spaced = config.normalize.collapse_whitespace
     family = MultiplyShiftFamily.from_seed(config.num_perm, seed)
 
+    def run(batch: pa.RecordBatch) -> pa.RecordBatch:
+        _maybe_fail_once()
+        char_unit = batch.column(CHAR_UNIT).to_numpy(zero_copy_only=False)
+        offsets, shingles = document_shingles(
+            batch.column(NORMALIZED), char_unit, ngram, char_ngram, seed, single_spaced
+        )
+        sketches = signatures(offsets, shingles, family)
+        # Documents without shingles get no band keys: they can never be candidates.
+        keys = key_lists(band_keys(sketches, bands, rows), np.diff(offsets) > 0)
+        return pa.RecordBatch.from_arrays(
+            [
+                batch.column(DOC_ID),
+                binary_from_csr(offsets, shingles),
+                binary_from_rows(sketches),
+                keys,
+            ],
+            names=[DOC_ID, SHINGLES, SKETCH, BAND_KEYS],
+        )
+
+    return run
+
+
+def sketch_batch_fn(
+    config: DedupeConfig,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of :func:`sketch`."""
+    per_batch = sketch_columns_fn(config)
+
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            _maybe_fail_once()
-            char_unit = batch.column(CHAR_UNIT).to_numpy(zero_copy_only=False)
-            offsets, shingles = document_shingles(
-                batch.column(NORMALIZED), char_unit, ngram, char_ngram, seed, single_spaced
-            )
-            sketches = signatures(offsets, shingles, family)
-            # Documents without shingles get no band keys: they can never be candidates.
-            keys = key_lists(band_keys(sketches, bands, rows), np.diff(offsets) > 0)
-            yield pa.RecordBatch.from_arrays(
-                [
-                    batch.column(DOC_ID),
-                    binary_from_csr(offsets, shingles),
-                    binary_from_rows(sketches),
-                    keys,
-                ],
-                names=[DOC_ID, SHINGLES, SKETCH, BAND_KEYS],
-            )
+        return map(per_batch, batches)
 
     return run
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -13,9 +14,6 @@ from pyspark.sql import types as T
 from neardup_spark.arrow_utils import csr_from_binary
 from neardup_spark.columns import DOC_A, DOC_B, DOC_ID, ESTIMATE, JACCARD, SHINGLES, SKETCH
 from neardup_spark.kernels.jaccard import intersection_size
-
-_SHINGLES_A, _SHINGLES_B = "shingles_a", "shingles_b"
-_SKETCH_A, _SKETCH_B = "sketch_a", "sketch_b"
 
 
 def scored_schema(id_type: T.DataType) -> T.StructType:
@@ -30,32 +28,63 @@ def scored_schema(id_type: T.DataType) -> T.StructType:
     )
 
 
-def _score_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+_SIDE = "side"  # 0: the row carries doc_a's data, 1: doc_b's
+
+
+def _score(pairs: pa.Table) -> pa.RecordBatch:
+    """Rows ``2i`` (doc_a's side) and ``2i + 1`` (doc_b's side) -> one scored pair each."""
+    a = pairs.take(np.arange(0, pairs.num_rows, 2))
+    b = pairs.take(np.arange(1, pairs.num_rows, 2))
+    # Every pair has exactly one row per side (ids are unique): anything else is a bug.
+    same_pair = pc.and_(
+        pc.equal(a.column(DOC_A), b.column(DOC_A)), pc.equal(a.column(DOC_B), b.column(DOC_B))
+    )
+    if not pc.all(same_pair).as_py():
+        raise RuntimeError("verification: a candidate pair did not find both documents")
+    off_a, val_a = csr_from_binary(a.column(SHINGLES).combine_chunks(), np.uint64)
+    off_b, val_b = csr_from_binary(b.column(SHINGLES).combine_chunks(), np.uint64)
+    n = a.num_rows
+    jaccard = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        # Sketches keep shingles in text order with repeats: make them sets here, where
+        # only candidate documents pay for it.
+        set_a = np.unique(val_a[off_a[i] : off_a[i + 1]])
+        set_b = np.unique(val_b[off_b[i] : off_b[i + 1]])
+        inter = intersection_size(set_a, set_b)
+        union = set_a.size + set_b.size - inter
+        jaccard[i] = inter / union if union else 0.0
+    sk_off_a, sk_a = csr_from_binary(a.column(SKETCH).combine_chunks(), np.uint32)
+    _, sk_b = csr_from_binary(b.column(SKETCH).combine_chunks(), np.uint32)
+    width = int(sk_off_a[1] - sk_off_a[0]) if n else 0
+    if n and width:
+        estimate = (sk_a.reshape(n, width) == sk_b.reshape(n, width)).mean(axis=1)
+    else:
+        estimate = np.zeros(n, dtype=np.float64)
+    return pa.RecordBatch.from_arrays(
+        [
+            a.column(DOC_A).combine_chunks(),
+            a.column(DOC_B).combine_chunks(),
+            pa.array(jaccard),
+            pa.array(estimate),
+        ],
+        names=[DOC_A, DOC_B, JACCARD, ESTIMATE],
+    )
+
+
+def _score_sorted_sides(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Side rows sorted by (doc_a, doc_b, side) -> scored pairs. A pair's two rows may straddle
+    two Arrow batches: an odd row out waits for the next batch."""
+    pending: pa.Table | None = None
     for batch in batches:
-        off_a, val_a = csr_from_binary(batch.column(_SHINGLES_A), np.uint64)
-        off_b, val_b = csr_from_binary(batch.column(_SHINGLES_B), np.uint64)
-        n = batch.num_rows
-        jaccard = np.empty(n, dtype=np.float64)
-        for i in range(n):
-            # Sketches keep shingles in text order with repeats: make them sets here, where
-            # only candidate documents pay for it.
-            a = np.unique(val_a[off_a[i] : off_a[i + 1]])
-            b = np.unique(val_b[off_b[i] : off_b[i + 1]])
-            inter = intersection_size(a, b)
-            union = a.size + b.size - inter
-            jaccard[i] = inter / union if union else 0.0
-        sk_off_a, sk_a = csr_from_binary(batch.column(_SKETCH_A), np.uint32)
-        _, sk_b = csr_from_binary(batch.column(_SKETCH_B), np.uint32)
-        width = int(sk_off_a[1] - sk_off_a[0]) if n else 0
-        if n and width:
-            agree = sk_a.reshape(n, width) == sk_b.reshape(n, width)
-            estimate = agree.mean(axis=1)
-        else:
-            estimate = np.zeros(n, dtype=np.float64)
-        yield pa.RecordBatch.from_arrays(
-            [batch.column(DOC_A), batch.column(DOC_B), pa.array(jaccard), pa.array(estimate)],
-            names=[DOC_A, DOC_B, JACCARD, ESTIMATE],
-        )
+        rows = pa.Table.from_batches([batch])
+        if pending is not None:
+            rows = pa.concat_tables([pending, rows])
+        whole = rows.num_rows - rows.num_rows % 2
+        pending = rows.slice(whole) if whole < rows.num_rows else None
+        if whole:
+            yield _score(rows.slice(0, whole))
+    if pending is not None:
+        raise RuntimeError("verification: a candidate pair did not find both documents")
 
 
 def score_candidates(
@@ -67,27 +96,29 @@ def score_candidates(
     Output columns: ``doc_a``, ``doc_b``, ``jaccard`` (exact, of the shingle-hash sets),
     ``estimate`` (fraction of agreeing MinHash values). Nothing is filtered here.
 
-    With ``broadcast_candidates`` the (small) candidate list is broadcast to the sketches, so only
-    the candidates' shingle sets move over the network, never the whole sketch table.
+    The sketch table is scanned once: each candidate document's row is joined with the pairs it
+    is in (with ``broadcast_candidates`` the small candidate list is broadcast, so the sketch table
+    is never shuffled), then one shuffle on the pair brings its two side rows together, sorted, so
+    a scan pairs them up.
     """
 
     def transform(candidates: DataFrame) -> DataFrame:
-        requests = candidates.select(F.col(DOC_A).alias(DOC_ID), DOC_A, DOC_B).unionByName(
-            candidates.select(F.col(DOC_B).alias(DOC_ID), DOC_A, DOC_B)
+        requests = candidates.select(
+            F.col(DOC_A).alias(DOC_ID), DOC_A, DOC_B, F.lit(0).alias(_SIDE)
+        ).unionByName(
+            candidates.select(F.col(DOC_B).alias(DOC_ID), DOC_A, DOC_B, F.lit(1).alias(_SIDE))
         )
         if broadcast_candidates:
             requests = F.broadcast(requests)
-        sides = sketches.select(DOC_ID, SHINGLES, SKETCH).join(requests, DOC_ID)
-        side_a = sides.where(F.col(DOC_ID) == F.col(DOC_A)).select(
-            DOC_A, DOC_B, F.col(SHINGLES).alias(_SHINGLES_A), F.col(SKETCH).alias(_SKETCH_A)
+        sides = (
+            sketches.select(DOC_ID, SHINGLES, SKETCH)
+            .join(requests, DOC_ID)
+            .repartition(DOC_A, DOC_B)
+            .sortWithinPartitions(DOC_A, DOC_B, _SIDE)
         )
-        side_b = sides.where(F.col(DOC_ID) == F.col(DOC_B)).select(
-            DOC_A, DOC_B, F.col(SHINGLES).alias(_SHINGLES_B), F.col(SKETCH).alias(_SKETCH_B)
-        )
-        joined = side_a.join(side_b, [DOC_A, DOC_B])
         schema = scored_schema(candidates.schema[DOC_A].dataType)
-        columns = [DOC_A, DOC_B, _SHINGLES_A, _SHINGLES_B, _SKETCH_A, _SKETCH_B]
-        return joined.select(*columns).mapInArrow(_score_batches, schema)
+        columns = [DOC_A, DOC_B, SHINGLES, SKETCH]
+        return sides.select(*columns).mapInArrow(_score_sorted_sides, schema)
 
     return transform
 

@@ -1,0 +1,83 @@
+"""The per-document pass: normalise, fingerprint and sketch every document in one Arrow pass.
+
+Fusing :func:`~neardup_spark.stages.fingerprint.fingerprint` with the method's sketch stage
+means each text is read, normalised and shingled once, and the normalised text is never written
+to Spark's cache (at 100k documents that was 230 MB written and read back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import types as T
+
+from neardup_spark.columns import DOC_ID, NORMALIZED, TEXT
+from neardup_spark.config import DedupeConfig
+from neardup_spark.stages.fingerprint import fingerprint_batch_fn, fingerprint_schema
+from neardup_spark.stages.simhash import simhash_columns_fn, simhash_schema
+from neardup_spark.stages.sketch import sketch_columns_fn, sketch_schema
+
+
+def _method_fields(config: DedupeConfig, id_type: T.DataType) -> list[T.StructField]:
+    if config.method == "minhash":
+        return list(sketch_schema(id_type).fields[1:])
+    if config.method == "simhash":
+        return list(simhash_schema(id_type).fields[1:])
+    return []
+
+
+def documents_schema(config: DedupeConfig, id_type: T.DataType) -> T.StructType:
+    """Output schema of :func:`document_features`."""
+    fields = [
+        f
+        for f in fingerprint_schema(id_type).fields
+        if f.name != NORMALIZED or config.exact_compare_text
+    ]
+    return T.StructType(fields + _method_fields(config, id_type))
+
+
+def documents_batch_fn(
+    config: DedupeConfig,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of :func:`document_features`; captures plain parameters only."""
+    fingerprint_columns = fingerprint_batch_fn(config.normalize, config.shingle_unit)
+    method_columns: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
+    if config.method == "minhash":
+        method_columns = sketch_columns_fn(config)
+    elif config.method == "simhash":
+        method_columns = simhash_columns_fn(config)
+    keep_normalized = config.exact_compare_text
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            fingerprinted = fingerprint_columns(batch)
+            names = [n for n in fingerprinted.schema.names if n != NORMALIZED or keep_normalized]
+            columns = [fingerprinted.column(n) for n in names]
+            if method_columns is not None:
+                sketched = method_columns(fingerprinted)
+                extra = [n for n in sketched.schema.names if n != DOC_ID]
+                names += extra
+                columns += [sketched.column(n) for n in extra]
+            yield pa.RecordBatch.from_arrays(columns, names=names)
+
+    return run
+
+
+def document_features(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
+    """Documents -> one row each with fingerprints and the method's sketch, for ``df.transform``.
+
+    Input columns: ``doc_id``, ``text``. Output columns (:func:`documents_schema`): those of
+    :func:`~neardup_spark.stages.fingerprint.fingerprint` (``normalized`` only with
+    ``exact_compare_text``), then for ``minhash`` those of
+    :func:`~neardup_spark.stages.sketch.sketch` (``shingles``, ``sketch``, ``band_keys``), for
+    ``simhash`` those of :func:`~neardup_spark.stages.simhash.simhash_sketch` (``simhash``,
+    ``band_keys``), for ``exact`` nothing more.
+    """
+
+    def transform(docs: DataFrame) -> DataFrame:
+        schema = documents_schema(config, docs.schema[DOC_ID].dataType)
+        return docs.select(DOC_ID, TEXT).mapInArrow(documents_batch_fn(config), schema)
+
+    return transform
