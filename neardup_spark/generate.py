@@ -692,6 +692,11 @@ def generate_corpus(n_docs: int, seed: int = 0, mean_words: int = 500) -> tuple[
     return corpus, truth
 
 
+# Row groups of a few thousand documents, as crawl dumps written in blocks have: Spark can then
+# split a file across tasks instead of reading 20,000 documents in one.
+ROW_GROUP_ROWS = 5000
+
+
 def _file_parts(table: pa.Table, rows_per_file: int) -> Iterator[pa.Table]:
     if table.num_rows == 0:
         yield table
@@ -744,7 +749,7 @@ def write_corpus(
     truth_dir.mkdir(parents=True)
     files = 0
     for i, part in enumerate(_file_parts(corpus, rows_per_file)):
-        pq.write_table(part, corpus_dir / f"part-{i:05d}.parquet")
+        pq.write_table(part, corpus_dir / f"part-{i:05d}.parquet", row_group_size=ROW_GROUP_ROWS)
         files += 1
     pq.write_table(truth, truth_dir / "part-00000.parquet")
 

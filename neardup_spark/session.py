@@ -17,6 +17,9 @@ LOCAL_DEFAULTS = {
     # Spark's console progress bar when a person watches; none in a scheduler's log file.
     "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false",
     "spark.sql.adaptive.enabled": "true",
+    # Input splits of ~10,000 documents: enough tasks to keep every core busy without
+    # shuffling the texts, and Arrow batches that stay in cache.
+    "spark.sql.files.maxPartitionBytes": "16m",
 }
 
 

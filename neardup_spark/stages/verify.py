@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 
 from neardup_spark.arrow_utils import csr_from_binary
 from neardup_spark.columns import DOC_A, DOC_B, DOC_ID, ESTIMATE, JACCARD, SHINGLES, SKETCH
-from neardup_spark.kernels.jaccard import intersection_size
+from neardup_spark.kernels.jaccard import pair_jaccards
 
 
 def scored_schema(id_type: T.DataType) -> T.StructType:
@@ -44,15 +44,7 @@ def _score(pairs: pa.Table) -> pa.RecordBatch:
     off_a, val_a = csr_from_binary(a.column(SHINGLES).combine_chunks(), np.uint64)
     off_b, val_b = csr_from_binary(b.column(SHINGLES).combine_chunks(), np.uint64)
     n = a.num_rows
-    jaccard = np.empty(n, dtype=np.float64)
-    for i in range(n):
-        # Sketches keep shingles in text order with repeats: make them sets here, where
-        # only candidate documents pay for it.
-        set_a = np.unique(val_a[off_a[i] : off_a[i + 1]])
-        set_b = np.unique(val_b[off_b[i] : off_b[i + 1]])
-        inter = intersection_size(set_a, set_b)
-        union = set_a.size + set_b.size - inter
-        jaccard[i] = inter / union if union else 0.0
+    jaccard = pair_jaccards(off_a, val_a, off_b, val_b)
     sk_off_a, sk_a = csr_from_binary(a.column(SKETCH).combine_chunks(), np.uint32)
     _, sk_b = csr_from_binary(b.column(SKETCH).combine_chunks(), np.uint32)
     width = int(sk_off_a[1] - sk_off_a[0]) if n else 0
