@@ -32,6 +32,8 @@ from neardup_spark.columns import (
     JACCARD,
     N_WORDS,
     REPLACED_BYTES,
+    SHINGLES,
+    SKETCH,
     TEXT_IS_NULL,
 )
 from neardup_spark.components import connected_components
@@ -179,20 +181,49 @@ def _candidates(
     return candidates
 
 
+def _spread(docs: DataFrame, source: DataFrame | None = None) -> DataFrame:
+    """The per-document stages run one task per input partition: a corpus in fewer partitions
+    than twice the cores (a few large files) would leave cores idle. Hash partitioning on the id
+    keeps the layout independent of task order. ``source``: the scan ``docs`` derive from, if
+    ``docs`` is a join (its partitions are the scan's)."""
+    target = 2 * docs.sparkSession.sparkContext.defaultParallelism
+    if (source if source is not None else docs).rdd.getNumPartitions() < target:
+        return docs.repartition(target, DOC_ID)
+    return docs
+
+
+def _candidate_sets(
+    raw_docs: DataFrame, candidates: DataFrame, n_pairs: int, config: DedupeConfig
+) -> DataFrame:
+    """Shingle sets and sketches of the documents in a candidate pair, recomputed from their
+    text: cheaper than keeping the sets of every document (~5 KB each) through the job.
+
+    Output columns: ``doc_id``, ``shingles``, ``sketch``.
+    """
+    ids = candidates.select(F.col(DOC_A).alias(DOC_ID)).unionByName(
+        candidates.select(F.col(DOC_B).alias(DOC_ID))
+    )
+    wanted = raw_docs.join(_maybe_broadcast(ids.distinct(), 2 * n_pairs), DOC_ID, "left_semi")
+    sets = _spread(wanted, raw_docs).transform(document_features(config))
+    return sets.select(DOC_ID, SHINGLES, SKETCH)
+
+
 def _near_edges(
     documents: DataFrame,
+    raw_docs: DataFrame,
     unique_docs: DataFrame,
     config: DedupeConfig,
     timer: StageTimer,
     counts: dict[str, int],
     persisted: list[DataFrame],
 ) -> DataFrame:
-    """Candidates from ``unique_docs``' band keys, scored with ``documents``' sketches ->
-    verified ``pairs/`` rows of the MinHash or SimHash method."""
+    """Candidates from ``unique_docs``' band keys, scored with the sketches of ``documents``
+    (SimHash) or of ``raw_docs``' texts (MinHash) -> verified ``pairs/`` rows."""
     candidates = _candidates(unique_docs, config, timer, counts, persisted)
     if config.method == "minhash":
-        broadcast = counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
-        scored = candidates.transform(score_candidates(documents, broadcast))
+        n_pairs = counts["candidate_pairs"]
+        sets = _candidate_sets(raw_docs, candidates, n_pairs, config)
+        scored = candidates.transform(score_candidates(sets, n_pairs <= BROADCAST_MAX_ROWS))
         passes = F.col(JACCARD) >= config.threshold
     else:
         scored = candidates.transform(hamming_scored(documents))
@@ -226,15 +257,10 @@ def dedupe(
     with timer.stage("check_ids"):
         check_ids(df, config.id_col)
 
-    docs = as_documents(df, config.id_col, config.text_col)
-    # The per-document stages run one task per input partition: a corpus in fewer partitions
-    # than twice the cores (a few large files) would leave cores idle. Hash partitioning on the
-    # id keeps the layout independent of task order.
-    target = 2 * spark.sparkContext.defaultParallelism
-    if df.rdd.getNumPartitions() < target:
-        docs = docs.repartition(target, DOC_ID)
-    # One pass normalises, fingerprints and sketches each document; later stages read this.
-    fingerprints = docs.transform(document_features(config)).persist(BULK_STORAGE)
+    docs = _spread(as_documents(df, config.id_col, config.text_col))
+    # One pass normalises, fingerprints and sketches each document; later stages read this
+    # narrow table (no shingle sets: verification recomputes those of the candidates only).
+    fingerprints = docs.transform(document_features(config, with_sets=False)).persist(BULK_STORAGE)
     # Intermediates of the pair search, released once the pairs are materialised.
     intermediates: list[DataFrame] = []
     shortest = F.when(F.col(CHAR_UNIT), config.char_ngram).otherwise(config.ngram)
@@ -266,17 +292,17 @@ def dedupe(
     counts["exact_copies"] = n_copies
     counts["candidate_pairs"] = counts["near_pairs"] = 0
     if config.method != "exact":
+        raw_docs = as_documents(df, config.id_col, config.text_col)
         pair_parts.append(
-            _near_edges(fingerprints, unique_docs, config, timer, counts, intermediates)
+            _near_edges(fingerprints, raw_docs, unique_docs, config, timer, counts, intermediates)
         )
     pairs = pair_parts[0]
     for part in pair_parts[1:]:
         pairs = pairs.unionByName(part)
     pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
-    with timer.stage("pairs") as counted:
-        counts["verified_pairs"] = counted["rows"] = pairs.count()
-    for df_ in intermediates:
-        df_.unpersist()
+    # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
+    # the two sets are disjoint, so no job is needed to count their union.
+    counts["verified_pairs"] = n_copies + counts["near_pairs"]
 
     with timer.stage("components") as counted:
         labels, rounds = connected_components(
@@ -288,6 +314,8 @@ def dedupe(
         members = labels.transform(representatives(config.representative, fingerprints)).persist()
         removed = counted["removed"] = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
         counted["rows"] = counts["verified_pairs"]
+    for df_ in intermediates:  # the pairs are materialised now
+        df_.unpersist()
     counts["removed"] = int(removed)
     counts["clusters"] = counts["input_rows"] - counts["removed"]
 

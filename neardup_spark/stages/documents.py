@@ -13,33 +13,42 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from neardup_spark.columns import DOC_ID, NORMALIZED, TEXT
+from neardup_spark.columns import DOC_ID, NORMALIZED, SHINGLES, SKETCH, TEXT
 from neardup_spark.config import DedupeConfig
 from neardup_spark.stages.fingerprint import fingerprint_batch_fn, fingerprint_schema
 from neardup_spark.stages.simhash import simhash_columns_fn, simhash_schema
 from neardup_spark.stages.sketch import sketch_columns_fn, sketch_schema
 
+# The bulky MinHash columns: a shingle set is ~4 KB for a 500-word page.
+SET_COLUMNS = frozenset({SHINGLES, SKETCH})
 
-def _method_fields(config: DedupeConfig, id_type: T.DataType) -> list[T.StructField]:
+
+def _method_fields(
+    config: DedupeConfig, id_type: T.DataType, with_sets: bool
+) -> list[T.StructField]:
     if config.method == "minhash":
-        return list(sketch_schema(id_type).fields[1:])
+        return [
+            f for f in sketch_schema(id_type).fields[1:] if with_sets or f.name not in SET_COLUMNS
+        ]
     if config.method == "simhash":
         return list(simhash_schema(id_type).fields[1:])
     return []
 
 
-def documents_schema(config: DedupeConfig, id_type: T.DataType) -> T.StructType:
+def documents_schema(
+    config: DedupeConfig, id_type: T.DataType, with_sets: bool = True
+) -> T.StructType:
     """Output schema of :func:`document_features`."""
     fields = [
         f
         for f in fingerprint_schema(id_type).fields
         if f.name != NORMALIZED or config.exact_compare_text
     ]
-    return T.StructType(fields + _method_fields(config, id_type))
+    return T.StructType(fields + _method_fields(config, id_type, with_sets))
 
 
 def documents_batch_fn(
-    config: DedupeConfig,
+    config: DedupeConfig, with_sets: bool = True
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of :func:`document_features`; captures plain parameters only."""
     fingerprint_columns = fingerprint_batch_fn(config.normalize, config.shingle_unit)
@@ -57,7 +66,11 @@ def documents_batch_fn(
             columns = [fingerprinted.column(n) for n in names]
             if method_columns is not None:
                 sketched = method_columns(fingerprinted)
-                extra = [n for n in sketched.schema.names if n != DOC_ID]
+                extra = [
+                    n
+                    for n in sketched.schema.names
+                    if n != DOC_ID and (with_sets or n not in SET_COLUMNS)
+                ]
                 names += extra
                 columns += [sketched.column(n) for n in extra]
             yield pa.RecordBatch.from_arrays(columns, names=names)
@@ -65,7 +78,9 @@ def documents_batch_fn(
     return run
 
 
-def document_features(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
+def document_features(
+    config: DedupeConfig, with_sets: bool = True
+) -> Callable[[DataFrame], DataFrame]:
     """Documents -> one row each with fingerprints and the method's sketch, for ``df.transform``.
 
     Input columns: ``doc_id``, ``text``. Output columns (:func:`documents_schema`): those of
@@ -73,11 +88,13 @@ def document_features(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
     ``exact_compare_text``), then for ``minhash`` those of
     :func:`~neardup_spark.stages.sketch.sketch` (``shingles``, ``sketch``, ``band_keys``), for
     ``simhash`` those of :func:`~neardup_spark.stages.simhash.simhash_sketch` (``simhash``,
-    ``band_keys``), for ``exact`` nothing more.
+    ``band_keys``), for ``exact`` nothing more. Without ``with_sets`` the MinHash rows leave out
+    ``shingles`` and ``sketch``: the job keeps the narrow table for all documents and recomputes
+    the sets of the few candidate documents when it verifies them.
     """
 
     def transform(docs: DataFrame) -> DataFrame:
-        schema = documents_schema(config, docs.schema[DOC_ID].dataType)
-        return docs.select(DOC_ID, TEXT).mapInArrow(documents_batch_fn(config), schema)
+        schema = documents_schema(config, docs.schema[DOC_ID].dataType, with_sets)
+        return docs.select(DOC_ID, TEXT).mapInArrow(documents_batch_fn(config, with_sets), schema)
 
     return transform
