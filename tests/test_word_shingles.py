@@ -8,7 +8,13 @@ import pyarrow as pa
 import pytest
 
 from neardup_spark.kernels.shingles import combine_word_hashes, position_multipliers, word_batch
-from neardup_spark.kernels.word_shingles import _murmur3_64, word_counts, word_shingle_hashes
+from neardup_spark.kernels.simhash import simhash_batch, word_features
+from neardup_spark.kernels.word_shingles import (
+    _murmur3_64,
+    word_counts,
+    word_shingle_hashes,
+    word_simhashes,
+)
 
 
 @pytest.mark.parametrize("seed", [0, 42, 2**31 + 5, 2**32 - 1])
@@ -57,3 +63,14 @@ def test_all_empty_batch_has_no_shingles() -> None:
     offsets, hashes = word_shingle_hashes(pa.array(["", None]), 5, 1, position_multipliers(5))
     assert offsets.tolist() == [0, 0, 0]
     assert hashes.size == 0
+
+
+@pytest.mark.parametrize("weighting", ["binary", "count"])
+def test_compiled_simhash_equals_numpy_path(weighting: str) -> None:
+    rng = np.random.default_rng(11)
+    texts = pa.array([*_random_texts(rng, 400), "a a a rose", "rose"], pa.large_string())
+    for array in (texts, texts.slice(5, 300)):
+        expected = simhash_batch(*word_features(array, 42, "mmh3", weighting))  # type: ignore[arg-type]
+        got = word_simhashes(array, 42, count_weights=weighting == "count")
+        np.testing.assert_array_equal(got, expected)
+    assert word_simhashes(pa.array(["", None]), 1, False).tolist() == [0, 0]

@@ -159,6 +159,55 @@ def _shingle_hashes(
     return offsets, out
 
 
+def _word_simhashes(
+    data: np.ndarray,
+    text_offsets: np.ndarray,
+    valid: np.ndarray,
+    n_words: np.ndarray,
+    seed: np.uint64,
+    count_weights: bool,
+) -> np.ndarray:
+    n = n_words.shape[0]
+    out = np.zeros(n, dtype=np.uint64)
+    words = np.empty(max(int(n_words.max()) if n else 0, 1), dtype=np.uint64)
+    totals = np.zeros(64, dtype=np.int64)
+    one = np.uint64(1)
+    for d in range(n):
+        w = n_words[d]
+        if w == 0:
+            continue
+        start = text_offsets[d]
+        end = text_offsets[d + 1]
+        j = 0
+        word_start = start
+        for i in range(start, end + 1):
+            if i == end or data[i] == _SPACE:
+                words[j] = _murmur3_64(data, word_start, i - word_start, seed)
+                j += 1
+                word_start = i + 1
+        ordered = np.sort(words[:w])
+        totals[:] = 0
+        i = 0
+        while i < w:
+            value = ordered[i]
+            repeats = 1
+            while i + repeats < w and ordered[i + repeats] == value:
+                repeats += 1
+            weight = repeats if count_weights else 1
+            for b in range(64):  # b = 0 is the most significant bit
+                if (value >> np.uint64(63 - b)) & one:
+                    totals[b] += weight
+                else:
+                    totals[b] -= weight
+            i += repeats
+        fp = np.uint64(0)
+        for b in range(64):
+            if totals[b] > 0:
+                fp |= one << np.uint64(63 - b)
+        out[d] = fp
+    return out
+
+
 if njit is not None:
     _rotl = njit(inline="always", cache=True)(_rotl)
     _fmix = njit(inline="always", cache=True)(_fmix)
@@ -166,6 +215,7 @@ if njit is not None:
     _murmur3_64 = njit(cache=True, nogil=True)(_murmur3_64)
     _count_words = njit(cache=True, nogil=True)(_count_words)
     _shingle_hashes = njit(cache=True, nogil=True)(_shingle_hashes)
+    _word_simhashes = njit(cache=True, nogil=True)(_word_simhashes)
 
 
 def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -203,3 +253,18 @@ def word_shingle_hashes(
     n_words = _count_words(data, offsets, valid)
     seed64 = np.uint64(seed & 0xFFFFFFFF)
     return _shingle_hashes(data, offsets, valid, n_words, seed64, multipliers.astype(np.uint64))
+
+
+def word_simhashes(texts: pa.Array, seed: int, count_weights: bool) -> np.ndarray:
+    """64-bit SimHash of each single-spaced text over its distinct words (``uint64[n]``).
+
+    Same value as ``simhash_batch(*word_features(texts, seed, "mmh3", weighting))`` in
+    :mod:`neardup_spark.kernels.simhash` (a test checks it): word hashes are ``mmh3.hash64``,
+    each distinct word weighs 1 (or its count with ``count_weights``), bit 1 is the most
+    significant, and a document without words gets 0.
+    """
+    data, offsets, valid = string_buffers(texts)
+    n_words = _count_words(data, offsets, valid)
+    return _word_simhashes(
+        data, offsets, valid, n_words, np.uint64(seed & 0xFFFFFFFF), count_weights
+    )

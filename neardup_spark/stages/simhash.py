@@ -21,6 +21,7 @@ from neardup_spark.kernels.simhash import (
     table_keys,
     word_features,
 )
+from neardup_spark.kernels.word_shingles import word_counts, word_simhashes
 from neardup_spark.stages.sketch import key_lists
 
 
@@ -44,8 +45,23 @@ def simhash_columns_fn(config: DedupeConfig) -> Callable[[pa.RecordBatch], pa.Re
     weighting = cast(Weighting, config.simhash_weighting)
     blocks, k = config.blocks, config.hamming_k
 
+    # The default features (distinct words, mmh3) of single-spaced texts take the compiled path.
+    compiled = features == "words" and hash_name == "mmh3" and config.normalize.collapse_whitespace
+
     def run(batch: pa.RecordBatch) -> pa.RecordBatch:
         normalized = batch.column(NORMALIZED)
+        if compiled:
+            fps = word_simhashes(normalized, seed, weighting == "count")
+            has_features = word_counts(normalized) > 0
+            keys = table_keys(fps, blocks, k)
+            return pa.RecordBatch.from_arrays(
+                [
+                    batch.column(DOC_ID),
+                    pa.array(fps.view(np.int64)),
+                    key_lists(keys, has_features),
+                ],
+                names=[DOC_ID, SIMHASH, BAND_KEYS],
+            )
         if features == "words":
             offsets, hashes, weights = word_features(normalized, seed, hash_name, weighting)
         else:
