@@ -53,7 +53,7 @@ from neardup_spark.kernels.lsh import (
     candidate_probability,
     probability_curve,
 )
-from neardup_spark.stages.candidates import bucket_members, candidate_pairs
+from neardup_spark.stages.candidates import banded_candidate_pairs
 from neardup_spark.stages.clusters import (
     cluster_table,
     exact_pairs,
@@ -170,11 +170,10 @@ def _candidates(
     persisted: list[DataFrame],
 ) -> DataFrame:
     """Bucket the sketches' keys into distinct candidate pairs (persisted, counted)."""
-    candidates = (
-        sketches.transform(bucket_members)
-        .transform(candidate_pairs(config.bucket_all_pairs_max))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
+    parts = int(sketches.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
+    candidates = sketches.transform(
+        banded_candidate_pairs(config.bucket_all_pairs_max, parts)
+    ).persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(candidates)
     with timer.stage("candidates") as counted:
         counts["candidate_pairs"] = counted["rows"] = candidates.count()
@@ -183,12 +182,14 @@ def _candidates(
 
 def _spread(docs: DataFrame, source: DataFrame | None = None) -> DataFrame:
     """The per-document stages run one task per input partition: a corpus in fewer partitions
-    than twice the cores (a few large files) would leave cores idle. Hash partitioning on the id
-    keeps the layout independent of task order. ``source``: the scan ``docs`` derive from, if
-    ``docs`` is a join (its partitions are the scan's)."""
-    target = 2 * docs.sparkSession.sparkContext.defaultParallelism
-    if (source if source is not None else docs).rdd.getNumPartitions() < target:
-        return docs.repartition(target, DOC_ID)
+    than cores (one or two large files) would leave cores idle, so it is spread over twice the
+    cores (hash partitioning on the id keeps the layout independent of task order). With at least
+    one partition per core, shuffling every text costs more than a somewhat uneven last round.
+    ``source``: the scan ``docs`` derive from, if ``docs`` is a join (its partitions are the
+    scan's)."""
+    cores = docs.sparkSession.sparkContext.defaultParallelism
+    if (source if source is not None else docs).rdd.getNumPartitions() < cores:
+        return docs.repartition(2 * cores, DOC_ID)
     return docs
 
 

@@ -17,9 +17,9 @@ LOCAL_DEFAULTS = {
     # Spark's console progress bar when a person watches; none in a scheduler's log file.
     "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false",
     "spark.sql.adaptive.enabled": "true",
-    # Input splits of ~10,000 documents: enough tasks to keep every core busy without
-    # shuffling the texts, and Arrow batches that stay in cache.
-    "spark.sql.files.maxPartitionBytes": "16m",
+    # Input splits of ~5,000 documents: enough tasks to keep every core busy without shuffling
+    # the texts, even for a corpus of a few tens of MB.
+    "spark.sql.files.maxPartitionBytes": "8m",
     # The JVM's optimising JIT (C2) spent ~30 CPU-seconds compiling Spark's generated code in a
     # 100,000-document run, on a laptop's few cores: the quick C1 compiler alone cut a 30,000-
     # document job from 63 to 45 CPU-seconds (README, Performance).

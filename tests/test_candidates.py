@@ -1,0 +1,63 @@
+"""Blocked candidate generation gives exactly the pairs of the bucket-list formulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from neardup_spark.columns import BAND_KEYS, DOC_A, DOC_B, DOC_ID
+from neardup_spark.stages.candidates import (
+    _bucket_pairs,
+    banded_candidate_pairs,
+    bucket_members,
+    candidate_pairs,
+)
+
+
+def _docs(spark, id_type: str, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        doc_id = i * 7 % 1009 if id_type == "long" else f"d{i * 7 % 1009:05d}"
+        if i % 50 == 0:
+            keys: list[int] = []  # a document without shingles has no keys
+        elif i < 40:
+            keys = [-5, 2**62 + 3]  # one bucket of 39 documents: larger than all_pairs_max
+        else:
+            # a small key space so that many buckets hold 2-10 documents
+            keys = [int(k) - 300 for k in rng.choice(600, 6, replace=False)]
+        rows.append((doc_id, keys))
+    return spark.createDataFrame(rows, f"{DOC_ID} {id_type}, {BAND_KEYS} array<long>")
+
+
+def _pairs(df):
+    return sorted((r[DOC_A], r[DOC_B]) for r in df.collect())
+
+
+@pytest.mark.parametrize("id_type", ["string", "long"])
+@pytest.mark.parametrize("parts", [1, 3, 8])
+def test_blocked_pairs_equal_bucket_lists(spark, id_type: str, parts: int) -> None:
+    docs = _docs(spark, id_type, 400, seed=parts)
+    expected = _pairs(docs.transform(bucket_members).transform(candidate_pairs(10)))
+    got = _pairs(docs.transform(banded_candidate_pairs(10, parts)))
+    assert got == expected
+    assert len(got) > 400  # the corpus does make candidates
+    assert all(a < b for a, b in got)
+
+
+def test_bucket_pairs_small_bucket_all_pairs_large_bucket_star() -> None:
+    keys = np.array([1, 1, 1, 2, 3, 3, 3, 3, 3], dtype=np.int64)
+    ids = pa.array(["a", "b", "c", "x", "p", "q", "r", "s", "t"])
+    doc_a, doc_b = _bucket_pairs(keys, ids, all_pairs_max=4)
+    got = sorted(zip(doc_a.to_pylist(), doc_b.to_pylist(), strict=True))
+    # bucket 1 (3 <= 4 members): all pairs; bucket 2: none; bucket 3 (5 > 4): a star from "p"
+    assert got == [
+        ("a", "b"),
+        ("a", "c"),
+        ("b", "c"),
+        ("p", "q"),
+        ("p", "r"),
+        ("p", "s"),
+        ("p", "t"),
+    ]
