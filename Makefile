@@ -8,7 +8,7 @@ DEMO_DIR ?= data/demo
 DEMO_OUT ?= out/demo
 DEMO_DOCS ?= 5000
 
-.PHONY: help setup demo test lint format bench cluster-test eval-extract clean
+.PHONY: help setup demo test lint format bench bench-nightly cluster-test eval-extract clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -29,8 +29,11 @@ demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
 test: $(STAMP)  ## run the test suite (real Spark in local mode)
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)  ## benchmark vs the hashing floor, Spark MLlib, datasketch (10k/30k/100k docs; ~25 min)
+bench: $(STAMP)  ## benchmark vs the hashing floor, Spark MLlib, datasketch (10k/30k/100k docs), then the nightly case (~35 min)
 	$(BIN)/neardup bench
+
+bench-nightly: $(STAMP)  ## only bench's nightly case: 10k new docs against indexes of 100k and 300k vs a full rerun (~10 min)
+	$(BIN)/neardup bench --nightly-only
 
 cluster-test: $(STAMP)  ## standalone master+worker on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test)
 	$(BIN)/python -m pytest -q -m slow tests/test_cluster.py

@@ -1,6 +1,7 @@
 """spark-submit entry point: ``spark-submit jobs/dedupe.py INPUT OUTPUT [options]``.
 
-Takes the same options as ``neardup dedupe``; a master given to spark-submit wins over --master.
+Takes the same options as ``neardup dedupe`` (``--index DIR`` for nightly runs); a master given
+to spark-submit wins over --master.
 Ship the package with ``--py-files`` (a wheel or zip of neardup_spark) on a cluster.
 """
 

@@ -700,6 +700,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_DATASKETCH_MAX_DOCS,
         help=f"skip datasketch above this size (default {DEFAULT_DATASKETCH_MAX_DOCS})",
     )
+    from neardup_spark.bench_nightly import add_nightly_arguments
+
+    add_nightly_arguments(parser)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1273,7 +1276,12 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args`` (see :func:`add_arguments`); 0 when every row
-    that ran finished, 1 when one failed or timed out (the table is written either way)."""
+    that ran finished, 1 when one failed or timed out (the table is written either way).
+    The nightly case (:mod:`neardup_spark.bench_nightly`) runs after the main table."""
+    from neardup_spark.bench_nightly import run_nightly
+
+    if args.nightly_only:
+        return run_nightly(args)
     started = time.perf_counter()
     workdir = Path(args.workdir)
     results_path = Path(args.results or workdir / "results.json")
@@ -1344,7 +1352,8 @@ def run_bench(args: argparse.Namespace) -> int:
     print(text)
     print(f"[bench] wrote {results_path} and {markdown_path}", flush=True)
     failed = [r for r in all_rows if r.get("status") in ("failed", "timeout")]
-    return 1 if failed else 0
+    nightly_status = 0 if args.no_nightly else run_nightly(args)
+    return 1 if failed or nightly_status else 0
 
 
 if __name__ == "__main__":

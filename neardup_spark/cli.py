@@ -1,5 +1,5 @@
-"""The ``neardup`` command line: ``dedupe``, ``ingest``, ``fingerprint``, ``report``,
-``explain``, ``evaluate``, ``generate`` (and ``bench``).
+"""The ``neardup`` command line: ``dedupe`` (``--index`` for nightly runs), ``index``,
+``ingest``, ``fingerprint``, ``report``, ``explain``, ``evaluate``, ``generate`` (and ``bench``).
 
 Exit codes: 0 success, 2 user error (bad arguments, input or output location; no traceback),
 1 job failure.
@@ -81,6 +81,20 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not write OUTPUT/report.html (figures and the largest clusters)",
     )
+    parser.add_argument(
+        "--index",
+        metavar="DIR",
+        help="nightly run: dedupe INPUT (the new documents) against the index at DIR (created "
+        "when absent) and add it; OUTPUT gets the batch's clusters/, pairs/, changed_clusters/, "
+        "deduplicated/ (minhash only; no report.html)",
+    )
+    parser.add_argument(
+        "--index-buckets",
+        type=int,
+        metavar="N",
+        help="buckets of a new index (default 32); an existing index keeps its own "
+        "(`neardup index compact DIR --buckets N` changes it)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> DedupeConfig:
@@ -120,10 +134,15 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 
 
 def cmd_dedupe(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    if args.index:
+        return _dedupe_indexed(args, config)
+    if args.index_buckets is not None:
+        raise UserError("--index-buckets needs --index DIR")
+
     from neardup_spark.pipeline import run
     from neardup_spark.session import build_session
 
-    config = config_from_args(args)
     log.info("config: %s", config.to_dict())
     started = time.perf_counter()
     spark = build_session(config)
@@ -144,6 +163,143 @@ def cmd_dedupe(args: argparse.Namespace) -> int:
         else:
             print(f"report            {path}")
     return EXIT_OK
+
+
+def _dedupe_indexed(args: argparse.Namespace, config: DedupeConfig) -> int:
+    """``neardup dedupe NEW OUTPUT --index DIR``: an incremental run (no report.html)."""
+    from neardup_spark.incremental import (
+        check_incremental_config,
+        incremental_summary_lines,
+        run_incremental,
+    )
+    from neardup_spark.session import build_session
+
+    config = check_incremental_config(config)  # unsupported settings: exit 2 before Spark starts
+    log.info("config: %s", config.to_dict())
+    started = time.perf_counter()
+    spark = build_session(config)
+    spark_start = time.perf_counter() - started
+    try:
+        report = run_incremental(
+            spark,
+            args.input,
+            args.output,
+            args.index,
+            config,
+            overwrite=args.overwrite,
+            buckets=args.index_buckets,
+        )
+    finally:
+        spark.stop()
+    report["spark_start_seconds"] = round(spark_start, 2)
+    print("\n".join(incremental_summary_lines(report)))
+    return EXIT_OK
+
+
+def index_info_lines(info: dict[str, Any]) -> list[str]:
+    """What ``neardup index info DIR`` prints."""
+    counts, settings = info["counts"], info["settings"]
+    lines = [
+        f"index             {info['index']}",
+        f"version           {info['version']} (created {info['created_at']})",
+        f"documents         {counts.get('documents', 0):,} in {counts.get('clusters', 0):,} "
+        "clusters",
+        f"contents          {counts.get('contents', 0):,} distinct texts stored",
+        f"verified pairs    {counts.get('pairs', 0):,}",
+        f"segments          {info['segments']} ({info['buckets']} buckets; "
+        "`neardup index compact` merges them)",
+        f"ids               {info['id_type']}",
+        f"settings          num_perm {settings.get('num_perm')}, seed {settings.get('seed')}, "
+        f"{settings.get('bands')} bands x {settings.get('rows')} rows, threshold "
+        f"{settings.get('threshold')}, ngram {settings.get('ngram')}, shingle hash version "
+        f"{settings.get('shingle_hash_version')}",
+        f"batches           {len(info['batches'])}",
+    ]
+    for batch in info["batches"][-5:]:
+        batch_counts = batch.get("counts", {})
+        lines.append(
+            f"  #{batch['seq']:<4} {batch['committed_at']}  run {batch['run_id']}  "
+            f"{batch_counts.get('input_rows', 0):,} documents, "
+            f"{batch_counts.get('deduplicated', 0):,} kept"
+        )
+    return lines
+
+
+def cmd_index_info(args: argparse.Namespace) -> int:
+    import json
+
+    from neardup_spark.index import index_info, is_local
+
+    if is_local(args.directory):
+        info = index_info(None, args.directory)
+    else:
+        from neardup_spark.session import build_session
+
+        spark = build_session(build_config(args.config, args.overrides, {"master": args.master}))
+        try:
+            info = index_info(spark, args.directory)
+        finally:
+            spark.stop()
+    print(json.dumps(info, indent=2) if args.json else "\n".join(index_info_lines(info)))
+    return EXIT_OK
+
+
+def cmd_index_compact(args: argparse.Namespace) -> int:
+    from neardup_spark.index import compact_index
+    from neardup_spark.session import build_session
+
+    if args.buckets is not None and args.buckets < 1:
+        raise UserError(f"--buckets must be >= 1, got {args.buckets}")
+    config = build_config(args.config, args.overrides, {"master": args.master})
+    spark = build_session(config)
+    try:
+        summary = compact_index(spark, args.directory, buckets=args.buckets)
+    finally:
+        spark.stop()
+    rows = summary["rows"]
+    print(
+        "\n".join(
+            [
+                f"index             {summary['index']}",
+                f"version           {summary['version']}",
+                f"segments          {summary['segments_before']} -> 1 "
+                f"({summary['buckets']} buckets)",
+                f"contents          {rows.get('contents', 0):,} kept "
+                f"({summary['live_contents']:,} live)",
+                f"band keys         {rows.get('bands', 0):,}",
+                f"verified pairs    {rows.get('pairs', 0):,}",
+                f"removed entries   {summary['deleted_entries']:,}",
+            ]
+        )
+    )
+    return EXIT_OK
+
+
+def add_index_commands(parser: argparse.ArgumentParser) -> None:
+    """``neardup index info|compact``."""
+    sub = parser.add_subparsers(dest="index_command", required=True, parser_class=_Parser)
+
+    def session_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--master", help="Spark master URL (default local[*])")
+        p.add_argument("--config", action="append", default=[], metavar="FILE")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides")
+
+    info = sub.add_parser("info", help="version, settings, counts and batches of an index")
+    info.add_argument("directory", help="the index directory (dedupe --index DIR)")
+    info.add_argument("--json", action="store_true", help="print the summary as JSON")
+    session_options(info)
+    info.set_defaults(func=cmd_index_info)
+
+    compact = sub.add_parser(
+        "compact",
+        help="rewrite the index into one segment, dropping texts no document holds any more",
+    )
+    compact.add_argument("directory", help="the index directory (dedupe --index DIR)")
+    compact.add_argument(
+        "--buckets", type=int, metavar="N", help="re-bucket the index (default: keep its own)"
+    )
+    session_options(compact)
+    compact.set_defaults(func=cmd_index_compact)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -213,6 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
     dedupe = sub.add_parser("dedupe", help="find near-duplicate clusters in a Parquet corpus")
     add_dedupe_options(dedupe)
     dedupe.set_defaults(func=cmd_dedupe)
+
+    index = sub.add_parser(
+        "index", help="inspect (info) or compact the index of nightly runs (dedupe --index)"
+    )
+    add_index_commands(index)
 
     fp = sub.add_parser("fingerprint", help="print the fingerprint or sketch of one text")
     fp.add_argument("text", help="the text (quote it)")

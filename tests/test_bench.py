@@ -58,6 +58,9 @@ def test_defaults():
     assert args.threshold == 0.8 and args.master == "local[2]"
     assert args.mllib_max_docs == DEFAULT_MLLIB_MAX_DOCS == 100_000
     assert args.datasketch_max_docs == DEFAULT_DATASKETCH_MAX_DOCS == 100_000
+    # The nightly case (issue 6) runs after the main table unless --no-nightly.
+    assert args.nightly_sizes == [100_000, 300_000] and args.nightly_new == 10_000
+    assert not args.no_nightly and not args.nightly_only
 
 
 def test_docs_and_rows_are_parsed_and_ordered():
@@ -364,6 +367,7 @@ def test_tiny_bench_end_to_end(tmp_path, capsys):
         str(tmp_path / "bench"),
         "--timeout",
         "240",
+        "--no-nightly",
     )
     assert run_bench(args) == 0
     results = json.loads((tmp_path / "bench" / "results.json").read_text())
@@ -429,3 +433,35 @@ def test_score_rows_against_brute_force(tmp_path):
     assert mllib["recall"] == 1.0
     assert "uniform sample of 2 of 4" in mllib["note"] and "dropped" in mllib["note"]
     assert mllib["mllib_dropped_docs"] == 1  # the empty text
+
+
+def test_nightly_options_and_table():
+    from neardup_spark.bench_nightly import format_nightly
+
+    args = parse("--nightly-sizes", "1000,3_000", "--nightly-new", "100", "--nightly-only")
+    assert args.nightly_sizes == [1000, 3000] and args.nightly_new == 100 and args.nightly_only
+    with pytest.raises(SystemExit):
+        parse("--nightly-sizes", "0")
+    with pytest.raises(SystemExit):
+        parse("--no-nightly", "--nightly-only")
+    row = {
+        "index_docs": 300_000,
+        "new_docs": 10_000,
+        "nightly_seconds": 31.8,
+        "full_seconds": 126.0,
+        "speedup": 3.96,
+        "nightly_cpu_seconds": None,
+        "full_cpu_seconds": 121.1,
+        "cpu_speedup": None,
+        "nightly_growth": 1.77,
+        "build_seconds": 122.7,
+        "index_bytes": 1260 * 2**20,
+        "load_before": 4.15,
+        "load_after": 5.97,
+    }
+    table = format_nightly([row]).splitlines()
+    assert table[0].startswith("| index docs | new docs | nightly s | full rerun s | speedup")
+    assert table[2] == (
+        "| 300,000 | 10,000 | 31.8 | 126.0 | 4.0x | - | 121.1 | - | 1.77 | 122.7 | 1,260 MiB "
+        "| 4.15-5.97 |"
+    )
