@@ -739,7 +739,10 @@ def ensure_corpus(workdir: Path, docs: int, seed: int, timeout: float | None) ->
     """Generate ``docs`` documents once (``neardup generate``); reuse a matching one."""
     root = workdir / "corpora" / f"docs-{docs}-seed-{seed}"
     marker = root / CORPUS_MARKER
-    wanted = {"docs": docs, "seed": seed}
+    from neardup_spark.generate import ROW_GROUP_ROWS
+
+    # The layout is part of what is measured (input splits): a corpus written otherwise is redone.
+    wanted = {"docs": docs, "seed": seed, "row_group_rows": ROW_GROUP_ROWS}
     with contextlib.suppress(OSError, ValueError):
         found = json.loads(marker.read_text())
         same = {k: found.get(k) for k in wanted} == wanted
