@@ -101,6 +101,17 @@ def _murmur3_64(data: np.ndarray, start: int, length: int, seed: np.uint64) -> n
     return h1
 
 
+def _hash_words(data: np.ndarray, start: int, end: int, seed: np.uint64, out: np.ndarray) -> None:
+    """Hash the space-separated words of ``data[start:end]`` into ``out``, in order."""
+    j = 0
+    word_start = start
+    for i in range(start, end + 1):
+        if i == end or data[i] == _SPACE:
+            out[j] = _murmur3_64(data, word_start, i - word_start, seed)
+            j += 1
+            word_start = i + 1
+
+
 def _count_words(data: np.ndarray, text_offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
     n = text_offsets.shape[0] - 1
     counts = np.zeros(n, dtype=np.int64)
@@ -137,16 +148,7 @@ def _shingle_hashes(
         w = n_words[d]
         if w == 0:
             continue
-        # Hash the document's words in order.
-        start = text_offsets[d]
-        end = text_offsets[d + 1]
-        j = 0
-        word_start = start
-        for i in range(start, end + 1):
-            if i == end or data[i] == _SPACE:
-                words[j] = _murmur3_64(data, word_start, i - word_start, seed)
-                j += 1
-                word_start = i + 1
+        _hash_words(data, text_offsets[d], text_offsets[d + 1], seed, words)
         # Combine each window: fmix64(sum_j h(w_j) * M_j XOR L * golden).
         length = k if w >= k else w
         tag = np.uint64(length) * golden
@@ -176,15 +178,7 @@ def _word_simhashes(
         w = n_words[d]
         if w == 0:
             continue
-        start = text_offsets[d]
-        end = text_offsets[d + 1]
-        j = 0
-        word_start = start
-        for i in range(start, end + 1):
-            if i == end or data[i] == _SPACE:
-                words[j] = _murmur3_64(data, word_start, i - word_start, seed)
-                j += 1
-                word_start = i + 1
+        _hash_words(data, text_offsets[d], text_offsets[d + 1], seed, words)
         ordered = np.sort(words[:w])
         totals[:] = 0
         i = 0
@@ -213,6 +207,7 @@ if njit is not None:
     _fmix = njit(inline="always", cache=True)(_fmix)
     _read_u64 = njit(inline="always", cache=True)(_read_u64)
     _murmur3_64 = njit(cache=True, nogil=True)(_murmur3_64)
+    _hash_words = njit(inline="always", cache=True)(_hash_words)
     _count_words = njit(cache=True, nogil=True)(_count_words)
     _shingle_hashes = njit(cache=True, nogil=True)(_shingle_hashes)
     _word_simhashes = njit(cache=True, nogil=True)(_word_simhashes)
