@@ -90,7 +90,6 @@ from neardup_spark.arrow_utils import binary_from_csr, binary_from_rows, csr_fro
 from neardup_spark.columns import (
     BAND_KEY,
     BAND_KEYS,
-    CHAR_UNIT,
     CLUSTER_ID,
     COMPONENT,
     DOC_A,
@@ -104,12 +103,10 @@ from neardup_spark.columns import (
     JACCARD,
     METHOD,
     N_SHINGLES,
-    N_WORDS,
     SHINGLES,
     SIMILARITY,
     SKETCH,
     TEXT,
-    TEXT_IS_NULL,
 )
 from neardup_spark.components import connected_components
 from neardup_spark.config import DedupeConfig
@@ -154,7 +151,7 @@ from neardup_spark.kernels.minhash import MultiplyShiftFamily, signatures
 from neardup_spark.pipeline import BROADCAST_MAX_ROWS, StageTimer, banding_report
 from neardup_spark.stages.candidates import bucket_members, candidate_pairs
 from neardup_spark.stages.clusters import exact_pairs, minhash_pairs
-from neardup_spark.stages.fingerprint import fingerprint
+from neardup_spark.stages.fingerprint import fingerprint, input_counts
 from neardup_spark.stages.sketch import sketch
 from neardup_spark.stages.verify import score_candidates
 
@@ -615,18 +612,8 @@ def _index_batch(
     fps = keep(
         _documents(df, config).transform(fingerprint(config.normalize, config.shingle_unit)), DISK
     )
-    shortest = F.when(F.col(CHAR_UNIT), config.char_ngram).otherwise(config.ngram)
     with timer.stage("fingerprint") as counted:
-        row = fps.agg(
-            F.count(F.lit(1)).alias("input_rows"),
-            F.sum(F.col(TEXT_IS_NULL).cast("long")).alias("null_texts"),
-            F.sum((~F.col(HAS_TEXT) & ~F.col(TEXT_IS_NULL)).cast("long")).alias("empty_texts"),
-            F.sum(((F.col(N_WORDS) > 0) & (F.col(N_WORDS) < shortest)).cast("long")).alias(
-                "short_texts"
-            ),
-        ).first()
-        assert row is not None
-        counts: dict[str, int] = {k: int(v or 0) for k, v in row.asDict().items()}
+        counts = input_counts(fps, config.ngram, config.char_ngram)
         counted["rows"] = n_new = counts["input_rows"]
     new_docs = fps.select(DOC_ID, HAS_TEXT, EXACT_FP)
     batch_fps = keep(new_docs.where(F.col(HAS_TEXT)).select(EXACT_FP).distinct())

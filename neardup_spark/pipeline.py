@@ -22,19 +22,14 @@ from pyspark.sql import functions as F
 
 from neardup_spark import __version__
 from neardup_spark.columns import (
-    CHAR_UNIT,
     CLUSTER_ID,
     DOC_A,
     DOC_B,
     DOC_ID,
     HAMMING,
-    HAS_TEXT,
     JACCARD,
-    N_WORDS,
-    REPLACED_BYTES,
     SHINGLES,
     SKETCH,
-    TEXT_IS_NULL,
 )
 from neardup_spark.components import connected_components
 from neardup_spark.config import DedupeConfig
@@ -62,7 +57,7 @@ from neardup_spark.stages.clusters import (
     simhash_pairs,
 )
 from neardup_spark.stages.documents import document_features
-from neardup_spark.stages.fingerprint import exact_copy_edges
+from neardup_spark.stages.fingerprint import exact_copy_edges, input_counts
 from neardup_spark.stages.simhash import hamming_scored
 from neardup_spark.stages.verify import score_candidates, verified
 
@@ -264,21 +259,8 @@ def dedupe(
     fingerprints = docs.transform(document_features(config, with_sets=False)).persist(BULK_STORAGE)
     # Intermediates of the pair search, released once the pairs are materialised.
     intermediates: list[DataFrame] = []
-    shortest = F.when(F.col(CHAR_UNIT), config.char_ngram).otherwise(config.ngram)
     with timer.stage("sketch") as counted:
-        row = fingerprints.agg(
-            F.count(F.lit(1)).alias("input_rows"),
-            F.sum(F.col(TEXT_IS_NULL).cast("long")).alias("null_texts"),
-            F.sum((~F.col(HAS_TEXT) & ~F.col(TEXT_IS_NULL)).cast("long")).alias("empty_texts"),
-            F.sum(((F.col(N_WORDS) > 0) & (F.col(N_WORDS) < shortest)).cast("long")).alias(
-                "short_texts"
-            ),
-            F.sum(F.col(CHAR_UNIT).cast("long")).alias("char_shingled_texts"),
-            F.sum((F.col(REPLACED_BYTES) > 0).cast("long")).alias("texts_with_replaced_bytes"),
-            F.sum(F.col(REPLACED_BYTES).cast("long")).alias("replaced_bytes"),
-        ).first()
-        assert row is not None
-        counts: dict[str, int] = {k: int(v or 0) for k, v in row.asDict().items()}
+        counts = input_counts(fingerprints, config.ngram, config.char_ngram)
         counted["rows"] = counts["input_rows"]
 
     collapse = config.method == "exact" or config.exact_first

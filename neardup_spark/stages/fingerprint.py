@@ -183,3 +183,23 @@ def exact_copy_edges(compare_text: bool = False) -> Callable[[DataFrame], DataFr
         )
 
     return transform
+
+
+def input_counts(fingerprints: DataFrame, ngram: int, char_ngram: int) -> dict[str, int]:
+    """The report's per-input counts, in one Spark job over the fingerprint columns: rows, null,
+    empty and short texts (fewer tokens than a shingle), character-shingled texts, texts with
+    replaced bytes and the bytes replaced."""
+    shortest = F.when(F.col(CHAR_UNIT), char_ngram).otherwise(ngram)
+    row = fingerprints.agg(
+        F.count(F.lit(1)).alias("input_rows"),
+        F.sum(F.col(TEXT_IS_NULL).cast("long")).alias("null_texts"),
+        F.sum((~F.col(HAS_TEXT) & ~F.col(TEXT_IS_NULL)).cast("long")).alias("empty_texts"),
+        F.sum(((F.col(N_WORDS) > 0) & (F.col(N_WORDS) < shortest)).cast("long")).alias(
+            "short_texts"
+        ),
+        F.sum(F.col(CHAR_UNIT).cast("long")).alias("char_shingled_texts"),
+        F.sum((F.col(REPLACED_BYTES) > 0).cast("long")).alias("texts_with_replaced_bytes"),
+        F.sum(F.col(REPLACED_BYTES).cast("long")).alias("replaced_bytes"),
+    ).first()
+    assert row is not None
+    return {k: int(v or 0) for k, v in row.asDict().items()}
