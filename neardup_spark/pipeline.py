@@ -28,8 +28,6 @@ from neardup_spark.columns import (
     DOC_ID,
     HAMMING,
     JACCARD,
-    SHINGLES,
-    SKETCH,
 )
 from neardup_spark.components import connected_components
 from neardup_spark.config import DedupeConfig
@@ -59,7 +57,7 @@ from neardup_spark.stages.clusters import (
 from neardup_spark.stages.documents import document_features
 from neardup_spark.stages.fingerprint import exact_copy_edges, input_counts
 from neardup_spark.stages.simhash import hamming_scored
-from neardup_spark.stages.verify import score_candidates, verified
+from neardup_spark.stages.verify import score_candidate_texts, verified
 
 log = logging.getLogger(__name__)
 progress = logging.getLogger("neardup_spark.progress")
@@ -188,22 +186,6 @@ def _spread(docs: DataFrame, source: DataFrame | None = None) -> DataFrame:
     return docs
 
 
-def _candidate_sets(
-    raw_docs: DataFrame, candidates: DataFrame, n_pairs: int, config: DedupeConfig
-) -> DataFrame:
-    """Shingle sets and sketches of the documents in a candidate pair, recomputed from their
-    text: cheaper than keeping the sets of every document (~5 KB each) through the job.
-
-    Output columns: ``doc_id``, ``shingles``, ``sketch``.
-    """
-    ids = candidates.select(F.col(DOC_A).alias(DOC_ID)).unionByName(
-        candidates.select(F.col(DOC_B).alias(DOC_ID))
-    )
-    wanted = raw_docs.join(_maybe_broadcast(ids.distinct(), 2 * n_pairs), DOC_ID, "left_semi")
-    sets = _spread(wanted, raw_docs).transform(document_features(config))
-    return sets.select(DOC_ID, SHINGLES, SKETCH)
-
-
 def _near_edges(
     documents: DataFrame,
     raw_docs: DataFrame,
@@ -218,8 +200,8 @@ def _near_edges(
     candidates = _candidates(unique_docs, config, timer, counts, persisted)
     if config.method == "minhash":
         n_pairs = counts["candidate_pairs"]
-        sets = _candidate_sets(raw_docs, candidates, n_pairs, config)
-        scored = candidates.transform(score_candidates(sets, n_pairs <= BROADCAST_MAX_ROWS))
+        broadcast = 2 * n_pairs <= BROADCAST_MAX_ROWS
+        scored = candidates.transform(score_candidate_texts(raw_docs, config, broadcast))
         passes = F.col(JACCARD) >= config.threshold
     else:
         scored = candidates.transform(hamming_scored(documents))

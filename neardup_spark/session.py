@@ -24,6 +24,9 @@ LOCAL_DEFAULTS = {
     # 100,000-document run, on a laptop's few cores: the quick C1 compiler alone cut a 30,000-
     # document job from 63 to 45 CPU-seconds (README, Performance).
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    # Python workers without the zips and jar Spark puts on their path: each task re-read those
+    # archives' directories (~100 ms of CPU a task; neardup_spark/worker_daemon.py).
+    "spark.python.daemon.module": "neardup_spark.worker_daemon",
 }
 
 

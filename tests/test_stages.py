@@ -31,7 +31,7 @@ from neardup_spark.stages.candidates import bucket_members, candidate_pairs
 from neardup_spark.stages.clusters import cluster_table, representatives
 from neardup_spark.stages.fingerprint import exact_copy_edges, fingerprint, fingerprint_schema
 from neardup_spark.stages.sketch import sketch, sketch_schema
-from neardup_spark.stages.verify import score_candidates, scored_schema
+from neardup_spark.stages.verify import score_candidate_texts, score_candidates, scored_schema
 
 BASE = " ".join(f"word{i}" for i in range(60))
 NEAR = BASE.replace("word30", "changed")
@@ -117,6 +117,19 @@ def test_near_duplicates_share_a_bucket_and_verify(sketches, config):
     # one changed word of 60 removes 5 of 56 shingles from each side: J = 51 / 61
     assert row[JACCARD] == pytest.approx(51 / 61)
     assert abs(row[ESTIMATE] - 51 / 61) < 0.15
+
+
+@pytest.mark.parametrize("broadcast", [True, False])
+def test_scoring_from_texts_equals_scoring_stored_sets(docs, sketches, config, spark, broadcast):
+    every_pair = [(x, y) for x in "abcdef" for y in "abcdef" if x < y]
+    pairs = spark.createDataFrame(every_pair, "doc_a string, doc_b string").repartition(3)
+    stored = pairs.transform(score_candidates(sketches))
+    from_texts = pairs.transform(score_candidate_texts(docs, config, broadcast))
+    assert from_texts.schema == scored_schema(T.StringType())
+    got = sorted(map(tuple, from_texts.collect()))
+    assert got == sorted(map(tuple, stored.collect()))
+    assert len(got) == len(every_pair)
+    assert dict(((a, b), j) for a, b, j, _ in got)[("a", "b")] == pytest.approx(51 / 61)
 
 
 def _buckets(spark, members):

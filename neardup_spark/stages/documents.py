@@ -47,10 +47,11 @@ def documents_schema(
     return T.StructType(fields + _method_fields(config, id_type, with_sets))
 
 
-def documents_batch_fn(
+def documents_columns_fn(
     config: DedupeConfig, with_sets: bool = True
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function of :func:`document_features`; captures plain parameters only."""
+) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
+    """One batch of ``doc_id``, ``text`` -> its :func:`documents_schema` columns; captures plain
+    parameters only."""
     fingerprint_columns = fingerprint_batch_fn(config.normalize, config.shingle_unit)
     method_columns: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
     if config.method == "minhash":
@@ -59,21 +60,32 @@ def documents_batch_fn(
         method_columns = simhash_columns_fn(config)
     keep_normalized = config.exact_compare_text
 
+    def run(batch: pa.RecordBatch) -> pa.RecordBatch:
+        fingerprinted = fingerprint_columns(batch)
+        names = [n for n in fingerprinted.schema.names if n != NORMALIZED or keep_normalized]
+        columns = [fingerprinted.column(n) for n in names]
+        if method_columns is not None:
+            sketched = method_columns(fingerprinted)
+            extra = [
+                n
+                for n in sketched.schema.names
+                if n != DOC_ID and (with_sets or n not in SET_COLUMNS)
+            ]
+            names += extra
+            columns += [sketched.column(n) for n in extra]
+        return pa.RecordBatch.from_arrays(columns, names=names)
+
+    return run
+
+
+def documents_batch_fn(
+    config: DedupeConfig, with_sets: bool = True
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of :func:`document_features`."""
+    per_batch = documents_columns_fn(config, with_sets)
+
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            fingerprinted = fingerprint_columns(batch)
-            names = [n for n in fingerprinted.schema.names if n != NORMALIZED or keep_normalized]
-            columns = [fingerprinted.column(n) for n in names]
-            if method_columns is not None:
-                sketched = method_columns(fingerprinted)
-                extra = [
-                    n
-                    for n in sketched.schema.names
-                    if n != DOC_ID and (with_sets or n not in SET_COLUMNS)
-                ]
-                names += extra
-                columns += [sketched.column(n) for n in extra]
-            yield pa.RecordBatch.from_arrays(columns, names=names)
+        return map(per_batch, batches)
 
     return run
 

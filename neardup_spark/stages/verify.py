@@ -12,8 +12,19 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup_spark.arrow_utils import csr_from_binary
-from neardup_spark.columns import DOC_A, DOC_B, DOC_ID, ESTIMATE, JACCARD, SHINGLES, SKETCH
+from neardup_spark.columns import (
+    DOC_A,
+    DOC_B,
+    DOC_ID,
+    ESTIMATE,
+    JACCARD,
+    SHINGLES,
+    SKETCH,
+    TEXT,
+)
+from neardup_spark.config import DedupeConfig
 from neardup_spark.kernels.jaccard import pair_jaccards
+from neardup_spark.stages.documents import documents_columns_fn
 
 
 def scored_schema(id_type: T.DataType) -> T.StructType:
@@ -63,9 +74,12 @@ def _score(pairs: pa.Table) -> pa.RecordBatch:
     )
 
 
-def _score_sorted_sides(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _score_sorted_sides(
+    batches: Iterable[pa.RecordBatch], with_sets: Callable[[pa.Table], pa.Table] | None = None
+) -> Iterator[pa.RecordBatch]:
     """Side rows sorted by (doc_a, doc_b, side) -> scored pairs. A pair's two rows may straddle
-    two Arrow batches: an odd row out waits for the next batch."""
+    two Arrow batches: an odd row out waits for the next batch. ``with_sets`` turns side rows
+    that carry texts into rows that carry shingle sets and sketches."""
     pending: pa.Table | None = None
     for batch in batches:
         rows = pa.Table.from_batches([batch])
@@ -74,7 +88,8 @@ def _score_sorted_sides(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Record
         whole = rows.num_rows - rows.num_rows % 2
         pending = rows.slice(whole) if whole < rows.num_rows else None
         if whole:
-            yield _score(rows.slice(0, whole))
+            sides = rows.slice(0, whole)
+            yield _score(sides if with_sets is None else with_sets(sides))
     if pending is not None:
         raise RuntimeError("verification: a candidate pair did not find both documents")
 
@@ -95,22 +110,73 @@ def score_candidates(
     """
 
     def transform(candidates: DataFrame) -> DataFrame:
-        requests = candidates.select(
-            F.col(DOC_A).alias(DOC_ID), DOC_A, DOC_B, F.lit(0).alias(_SIDE)
-        ).unionByName(
-            candidates.select(F.col(DOC_B).alias(DOC_ID), DOC_A, DOC_B, F.lit(1).alias(_SIDE))
-        )
-        if broadcast_candidates:
-            requests = F.broadcast(requests)
-        sides = (
-            sketches.select(DOC_ID, SHINGLES, SKETCH)
-            .join(requests, DOC_ID)
-            .repartition(DOC_A, DOC_B)
-            .sortWithinPartitions(DOC_A, DOC_B, _SIDE)
-        )
+        sets = sketches.select(DOC_ID, SHINGLES, SKETCH)
+        sides = _paired_sides(sets, candidates, broadcast_candidates)
         schema = scored_schema(candidates.schema[DOC_A].dataType)
         columns = [DOC_A, DOC_B, SHINGLES, SKETCH]
         return sides.select(*columns).mapInArrow(_score_sorted_sides, schema)
+
+    return transform
+
+
+def _paired_sides(docs: DataFrame, candidates: DataFrame, broadcast: bool) -> DataFrame:
+    """``docs`` rows joined with the candidate pairs they are in, one row per (pair, side),
+    each pair's two rows together in one partition and sorted by (doc_a, doc_b, side)."""
+    requests = candidates.select(
+        F.col(DOC_A).alias(DOC_ID), DOC_A, DOC_B, F.lit(0).alias(_SIDE)
+    ).unionByName(
+        candidates.select(F.col(DOC_B).alias(DOC_ID), DOC_A, DOC_B, F.lit(1).alias(_SIDE))
+    )
+    if broadcast:
+        requests = F.broadcast(requests)
+    return (
+        docs.join(requests, DOC_ID)
+        .repartition(DOC_A, DOC_B)
+        .sortWithinPartitions(DOC_A, DOC_B, _SIDE)
+    )
+
+
+def _sets_from_texts(config: DedupeConfig) -> Callable[[pa.Table], pa.Table]:
+    """Side rows with ``doc_id``, ``text`` -> ``doc_a``, ``doc_b``, ``shingles``, ``sketch``,
+    computed by the job's own per-document pass (so they are the sets it would have stored)."""
+    features = documents_columns_fn(config, with_sets=True)
+
+    def run(sides: pa.Table) -> pa.Table:
+        texts = pa.RecordBatch.from_arrays(
+            [sides.column(DOC_ID).combine_chunks(), sides.column(TEXT).combine_chunks()],
+            names=[DOC_ID, TEXT],
+        )
+        sets = features(texts)
+        return pa.table(
+            [sides.column(DOC_A), sides.column(DOC_B), sets.column(SHINGLES), sets.column(SKETCH)],
+            names=[DOC_A, DOC_B, SHINGLES, SKETCH],
+        )
+
+    return run
+
+
+def score_candidate_texts(
+    texts: DataFrame, config: DedupeConfig, broadcast_candidates: bool = True
+) -> Callable[[DataFrame], DataFrame]:
+    """Candidate pairs -> the same pairs scored as by :func:`score_candidates`, the shingle sets
+    and sketches recomputed from ``texts`` (columns ``doc_id``, ``text``).
+
+    Input columns: ``doc_a``, ``doc_b``. Output columns: :func:`scored_schema`.
+
+    The texts are scanned once and joined with the pairs they are in; the texts (~2 KB a
+    page, and compressible) travel in the one shuffle that brings a pair's sides together, not
+    their shingle sets (~5 KB, incompressible), and the sets are computed right where they are
+    compared. A document in ``k`` pairs is shingled ``k`` times: cheaper than a second shuffle.
+    """
+    with_sets = _sets_from_texts(config)
+
+    def score(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _score_sorted_sides(batches, with_sets)
+
+    def transform(candidates: DataFrame) -> DataFrame:
+        sides = _paired_sides(texts.select(DOC_ID, TEXT), candidates, broadcast_candidates)
+        schema = scored_schema(candidates.schema[DOC_A].dataType)
+        return sides.select(DOC_A, DOC_B, DOC_ID, TEXT).mapInArrow(score, schema)
 
     return transform
 

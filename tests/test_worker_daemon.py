@@ -1,0 +1,70 @@
+"""The local-mode Python worker daemon drops only archives whose code is installed identically."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+
+from neardup_spark.worker_daemon import redundant_archives
+
+
+def _package(root: Path, name: str, version: str) -> None:
+    (root / name).mkdir(parents=True)
+    (root / name / "__init__.py").write_text("")
+    (root / name / "version.py").write_text(f"__version__ = {version!r}\n")
+
+
+def _zip(path: Path, files: dict[str, str]) -> str:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return str(path)
+
+
+def test_archives_shadowed_by_identical_installs_or_without_python_are_redundant(tmp_path):
+    site = tmp_path / "site"
+    _package(site, "pkg", "1.0")
+    same = _zip(
+        tmp_path / "same.zip",
+        {"pkg/__init__.py": "", "pkg/version.py": "__version__ = '1.0'\n", "pkg/a.py": ""},
+    )
+    other = _zip(
+        tmp_path / "other.zip",
+        {"pkg/__init__.py": "", "pkg/version.py": "__version__ = '2.0'\n"},
+    )
+    missing = _zip(tmp_path / "missing.zip", {"solo/__init__.py": "x = 1\n"})
+    loose = _zip(tmp_path / "loose.zip", {"pkg/__init__.py": "", "helper.py": ""})
+    jar = _zip(tmp_path / "core.jar", {"org/apache/X.class": "", "META-INF/MANIFEST.MF": ""})
+    path = [same, other, missing, loose, jar, str(site), str(tmp_path / "absent.zip")]
+    assert redundant_archives(path) == [same, jar]
+
+
+def test_a_package_without_version_file_compares_its_init(tmp_path):
+    site = tmp_path / "site"
+    (site / "lib").mkdir(parents=True)
+    (site / "lib" / "__init__.py").write_text("A = 1\n")
+    same = _zip(tmp_path / "a.zip", {"lib/__init__.py": "A = 1\n"})
+    changed = _zip(tmp_path / "b.zip", {"lib/__init__.py": "A = 2\n"})
+    assert redundant_archives([same, changed, str(site)]) == [same]
+
+
+def test_spark_python_workers_run_without_the_redundant_archives(spark):
+    assert spark.conf.get("spark.python.daemon.module") == "neardup_spark.worker_daemon"
+
+    def worker_path(batches):  # nested: pickled by value, the workers cannot import tests
+        for _ in batches:
+            pass
+        archives = [p for p in sys.path if p.endswith((".zip", ".jar"))]
+        import pyspark
+
+        yield pa.RecordBatch.from_pylist([{"archives": archives, "pyspark": pyspark.__file__}])
+
+    schema = "archives array<string>, pyspark string"
+    rows = spark.range(4, numPartitions=2).mapInArrow(worker_path, schema).collect()
+    for row in rows:
+        # Spark put pyspark.zip, the py4j zip and spark-core's jar there; pip installed the same.
+        assert not [a for a in row["archives"] if "pyspark" in a], row["archives"]
+        assert ".zip" not in row["pyspark"]
