@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark import StorageLevel
+from pyspark import InheritableThread, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -120,6 +120,45 @@ def banding_report(config: DedupeConfig) -> dict[str, Any]:
         ),
         "curve": probability_curve(config.bands, config.rows),
     }
+
+
+def _run_alongside(spark: SparkSession, action: Callable[[], object]) -> Callable[[], None]:
+    """Start ``action`` (Spark actions) in its own thread and return ``wait``, which joins it and
+    re-raises its error. Jobs from two threads share the cores: one job's driver-side planning
+    and last-task tail no longer leave cores idle. A failed action cancels the session's running
+    jobs, so the caller's own job stops early instead of running to its end."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            action()
+        except BaseException as exc:  # re-raised in the caller's thread by wait()
+            errors.append(exc)
+            spark.sparkContext.cancelAllJobs()
+
+    thread = InheritableThread(target=target, daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if errors:
+            raise errors[0]
+
+    return wait
+
+
+def _run_together(spark: SparkSession, actions: list[Callable[[], object]]) -> None:
+    """Run independent Spark actions concurrently; the first error (the one that cancelled the
+    others) is raised once all have stopped."""
+    waits = [_run_alongside(spark, action) for action in actions[:-1]]
+    try:
+        actions[-1]()
+    except BaseException:
+        for wait in waits:  # a background failure cancelled this one: report the cause
+            wait()
+        raise
+    for wait in waits:
+        wait()
 
 
 def _local_checkpoint(df: DataFrame) -> DataFrame:
@@ -232,8 +271,9 @@ def dedupe(
     spark = df.sparkSession
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(config.arrow_batch_size))
     check_columns(df, config.id_col, config.text_col)
-    with timer.stage("check_ids"):
-        check_ids(df, config.id_col)
+    # The id check runs alongside the per-document pass (a bad id cancels it); "check_ids" is
+    # the time the job then still waits for the check.
+    wait_for_id_check = _run_alongside(spark, lambda: check_ids(df, config.id_col))
 
     docs = _spread(as_documents(df, config.id_col, config.text_col))
     # One pass normalises, fingerprints and sketches each document; later stages read this
@@ -241,9 +281,15 @@ def dedupe(
     fingerprints = docs.transform(document_features(config, with_sets=False)).persist(BULK_STORAGE)
     # Intermediates of the pair search, released once the pairs are materialised.
     intermediates: list[DataFrame] = []
-    with timer.stage("sketch") as counted:
-        counts = input_counts(fingerprints, config.ngram, config.char_ngram)
-        counted["rows"] = counts["input_rows"]
+    try:
+        with timer.stage("sketch") as counted:
+            counts = input_counts(fingerprints, config.ngram, config.char_ngram)
+            counted["rows"] = counts["input_rows"]
+    except BaseException:
+        wait_for_id_check()  # a bad id, which cancelled the pass, is the error to report
+        raise
+    with timer.stage("check_ids"):
+        wait_for_id_check()
 
     collapse = config.method == "exact" or config.exact_first
     pair_parts: list[DataFrame] = []
@@ -343,9 +389,14 @@ def run(
     spark.sparkContext.setCheckpointDir(staged.child(CHECKPOINT_DIR))
     result = dedupe(df, config, checkpoint=_reliable_checkpoint, timer=timer)
     with timer.stage("write"):
-        result.clusters.write.parquet(staged.child("clusters"))
-        result.pairs.write.parquet(staged.child("pairs"))
-        result.deduplicated.write.parquet(staged.child("deduplicated"))
+        _run_together(
+            spark,
+            [
+                lambda: result.clusters.write.parquet(staged.child("clusters")),
+                lambda: result.pairs.write.parquet(staged.child("pairs")),
+                lambda: result.deduplicated.write.parquet(staged.child("deduplicated")),
+            ],
+        )
     result.release()
     staged.delete(CHECKPOINT_DIR)
     wall = time.perf_counter() - started

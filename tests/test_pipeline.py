@@ -268,3 +268,46 @@ def test_output_refused_replaced_or_protected(spark, tmp_path):
     with pytest.raises(UserError, match="holds files this job did not write"):
         run(spark, inp, str(foreign), build_config(), overwrite=True)
     assert (foreign / "thesis.tex").exists()
+
+
+def test_a_failed_background_action_cancels_the_running_job_and_is_the_error_raised(spark):
+    """The id check runs alongside the per-document pass: a bad id must stop that pass, and the
+    caller must see the id error, not the cancellation."""
+    import time
+
+    from neardup_spark.pipeline import _run_together
+
+    tracker = spark.sparkContext.statusTracker()
+    group = "cancel-test"
+
+    def slow(batches):  # nested: pickled by value
+        import time as t
+
+        for batch in batches:
+            t.sleep(0.5)
+            yield batch
+
+    def long_job() -> None:
+        spark.sparkContext.setJobGroup(group, "long job")
+        spark.range(200, numPartitions=100).mapInArrow(slow, "id long").count()
+
+    def bad_ids() -> None:
+        while not tracker.getJobIdsForGroup(group):  # fail only once the long job runs
+            time.sleep(0.05)
+        raise UserError("ids in column 'id' are not unique")
+
+    try:
+        with pytest.raises(UserError, match="not unique"):
+            _run_together(spark, [bad_ids, long_job])
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+    assert jobs and all(job.status == "FAILED" for job in jobs)  # cancelled, not run to the end
+
+
+def test_actions_run_together_all_complete(spark, tmp_path):
+    from neardup_spark.pipeline import _run_together
+
+    df = spark.range(50)
+    _run_together(spark, [lambda n=n: df.write.parquet(str(tmp_path / str(n))) for n in range(3)])
+    assert [pq.read_table(tmp_path / str(n)).num_rows for n in range(3)] == [50, 50, 50]
