@@ -68,6 +68,44 @@ def test_normalize_options_switch_steps_off():
     assert normalize_text(" a  b ", raw) == " a  b "
 
 
+_MIXED = [chr(i) for i in range(128)] + list("éßÀ日本ﬁ\u00a0\u2003’“”Σς\u0301")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(
+        st.one_of(st.none(), st.text(st.sampled_from(_MIXED), max_size=40)), max_size=60
+    ),
+    start=st.integers(0, 5),
+    large=st.booleans(),
+    casefold=st.booleans(),
+    nfkc=st.booleans(),
+)
+def test_compiled_ascii_path_equals_arrow_regex_path(texts, start, large, casefold, nfkc):
+    """The compiled path (all-ASCII documents) and Arrow's regexes (the rest) give the same
+    text as Arrow's regexes for every document, on sliced arrays of both string types."""
+    import pyarrow.compute as pc
+
+    from neardup_spark.kernels import normalize as kernel
+
+    arr = pa.array(texts, pa.large_string() if large else pa.string()).slice(start)
+    opts = NormalizeOptions(nfkc=nfkc, casefold=casefold)
+    got = normalize_texts(arr, opts)
+    base = pc.utf8_normalize(arr, form="NFKC") if nfkc else arr
+    assert got.type == arr.type
+    assert got.to_pylist() == kernel._words_arrow(base, opts).to_pylist()
+
+
+def test_compiled_ascii_path_on_every_ascii_character():
+    from neardup_spark.kernels import normalize as kernel
+
+    texts = [chr(i) for i in range(128)] + [f" A{chr(i)}b9 " for i in range(128)] + ["x" * 3]
+    arr = pa.array(texts)
+    expected = kernel._words_arrow(arr, NormalizeOptions()).to_pylist()
+    assert normalize_texts(arr).to_pylist() == expected
+    assert expected[128 + ord("-")] == "a b9" and expected[128 + ord("Z")] == "azb9"
+
+
 def test_hash_words_uses_mmh3_per_word():
     words = pa.array(["alpha", "beta", "alpha"])
     got = hash_words(words, seed=7)
