@@ -83,6 +83,7 @@ import contextlib
 import datetime as dt
 import importlib.metadata
 import json
+import logging
 import math
 import os
 import platform
@@ -97,6 +98,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 ROWS = ("floor", "neardup-minhash", "neardup-simhash", "spark-mllib", "datasketch")
 SPARK_ROWS = frozenset({"floor", "neardup-minhash", "neardup-simhash", "spark-mllib"})
@@ -535,7 +538,8 @@ def format_markdown(results: dict[str, Any]) -> str:
         "",
         f"Settings: master {s.get('master')}, threshold {s.get('threshold')}, corpus seed "
         f"{s.get('seed')}, sizes {', '.join(f'{n:,}' for n in s.get('docs', []))}; "
-        f"total bench wall {_fmt(results.get('total_seconds'), 0)} s.",
+        f"total bench wall {_fmt(results.get('total_seconds'), 0)} s; JVM class archive "
+        f"{'on, for every Spark row' if s.get('jvm_archive') else 'off'}.",
         "",
         main_table(results.get("rows", [])),
         "",
@@ -1277,6 +1281,25 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def _ensure_jvm_archive() -> dict[str, Any] | None:
+    """Build the local JVM class archive (:mod:`neardup_spark.jvm_archive`) before any row runs,
+    so every Spark row (floor, neardup, MLlib) maps the same one; None when it is off."""
+    from neardup_spark import jvm_archive
+
+    path = jvm_archive.archive_path()
+    if path is None:
+        return None
+    started = time.perf_counter()
+    existed = path.is_file()
+    try:
+        jvm_archive.build(path)
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+        log.warning("no JVM class archive (%s); the rows run without one", exc)
+        return None
+    built = None if existed else round(time.perf_counter() - started, 1)
+    return {"path": str(path), "built_seconds": built}
+
+
 def run_bench(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args`` (see :func:`add_arguments`); 0 when every row
     that ran finished, 1 when one failed or timed out (the table is written either way).
@@ -1306,6 +1329,7 @@ def run_bench(args: argparse.Namespace) -> int:
         "corpora": [],
         "rows": [],
     }
+    results["settings"]["jvm_archive"] = _ensure_jvm_archive()
     all_rows: list[dict[str, Any]] = results["rows"]
     for docs in args.docs:
         try:

@@ -361,6 +361,16 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_jvm_archive(args: argparse.Namespace) -> int:
+    from neardup_spark import jvm_archive
+
+    if jvm_archive.archive_path() is None:
+        raise UserError(f"no archive: Java not found, or {jvm_archive.ARCHIVE_ENV}=off")
+    path = jvm_archive.build(force=args.force)
+    print(f"class archive: {path} ({path.stat().st_size / 2**20:.0f} MB)")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="neardup", description="Near-duplicate detection on Spark.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each stage")
@@ -442,6 +452,13 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--mean-words", type=int, default=500, help="mean document length")
     generate.add_argument("--overwrite", action="store_true")
     generate.set_defaults(func=cmd_generate)
+
+    archive = sub.add_parser(
+        "jvm-archive",
+        help="pre-parse the classes a local run loads (one-off; faster local JVMs)",
+    )
+    archive.add_argument("--force", action="store_true", help="rebuild an existing archive")
+    archive.set_defaults(func=cmd_jvm_archive)
     return parser
 
 

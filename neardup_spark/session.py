@@ -7,6 +7,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from neardup_spark import jvm_archive
 from neardup_spark.config import DedupeConfig
 
 # Applied when this process starts the JVM itself in local mode; any of them can be overridden
@@ -49,6 +50,10 @@ def build_session(config: DedupeConfig, app_name: str = "neardup-spark") -> Spar
         builder = builder.master(master)
         if master.startswith("local"):
             settings.update(LOCAL_DEFAULTS)
+            archive = jvm_archive.java_options()
+            if archive:  # classes pre-parsed by ``neardup jvm-archive`` (jvm_archive.py)
+                java_options = settings["spark.driver.extraJavaOptions"]
+                settings["spark.driver.extraJavaOptions"] = f"{java_options} {archive}"
     settings.update(config.spark)
     settings["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(config.arrow_batch_size)
     for key, value in settings.items():

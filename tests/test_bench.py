@@ -357,7 +357,8 @@ def test_corpus_is_generated_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_bench_end_to_end(tmp_path, capsys):
+def test_tiny_bench_end_to_end(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NEARDUP_SPARK_JVM_ARCHIVE", "off")  # building one: test_jvm_archive.py
     args = parse(
         "--docs",
         "300",
@@ -382,6 +383,7 @@ def test_tiny_bench_end_to_end(tmp_path, capsys):
     assert sketch["vs_floor"] == pytest.approx(sketch["docs_per_second"] / floor["docs_per_second"])
     markdown = (tmp_path / "bench" / "results.md").read_text()
     assert "| datasketch" in markdown and markdown in capsys.readouterr().out
+    assert "JVM class archive off" in markdown and results["settings"]["jvm_archive"] is None
 
 
 def test_score_rows_against_brute_force(tmp_path):

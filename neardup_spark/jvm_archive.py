@@ -1,0 +1,142 @@
+"""A class-data-sharing archive of the classes a local dedupe loads, for faster local JVMs.
+
+A local job's JVM loads and verifies ~15,000 classes from Spark's jars, a fixed cost that
+dominates small runs. Java 17's dynamic CDS archive (``-XX:ArchiveClassesAtExit``) keeps them
+pre-parsed in a memory-mapped file: ``neardup jvm-archive`` builds one by running a small dedupe
+in a child process, and local-mode sessions (:mod:`neardup_spark.session`) map it when present.
+Measured at 30,000 documents (README, Performance): Spark start-up 4.5 -> 2.1 s, work 16.3 ->
+13.6 s. Nothing changes in what the job computes.
+
+The archive belongs to one Java build and one set of Spark jars: its file name carries a digest
+of both, so an upgrade simply finds no archive. It is built under a temporary name and renamed
+only after the dumping JVM has exited, because a truncated archive crashes the JVM that maps it.
+``NEARDUP_SPARK_JVM_ARCHIVE`` names another file, or ``off`` disables the archive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ARCHIVE_ENV = "NEARDUP_SPARK_JVM_ARCHIVE"
+# The archive's classes only: a mismatch (another Java, other jars) falls back to normal loading.
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+_BUILD_DOCS = 3000  # enough for every stage of the job to run and load its classes
+
+
+def _java_binary() -> Path | None:
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home, "bin", "java") if home else None
+    if found is None or not found.exists():
+        which = shutil.which("java")
+        found = Path(which) if which else None
+    return found.resolve() if found is not None else None
+
+
+def _spark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def archive_key() -> str | None:
+    """Digest of the Java binary and Spark's jars (names and sizes); None without Java."""
+    java = _java_binary()
+    if java is None:
+        return None
+    digest = hashlib.sha256()
+    stat = java.stat()
+    digest.update(f"{java}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    jars = _spark_jars()
+    if jars.is_dir():
+        for jar in sorted(jars.iterdir()):
+            digest.update(f"{jar.name}:{jar.stat().st_size}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def archive_path() -> Path | None:
+    """Where this machine's archive lives (it may not exist); None if disabled or no Java."""
+    chosen = os.environ.get(ARCHIVE_ENV)
+    if chosen:
+        return None if chosen == "off" else Path(chosen)
+    key = archive_key()
+    if key is None:
+        return None
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "neardup-spark" / f"jvm-classes-{key}.jsa"
+
+
+def java_options(path: Path | None = None) -> str:
+    """JVM options that map the archive at ``path`` (default :func:`archive_path`), or "" if
+    there is none."""
+    path = path if path is not None else archive_path()
+    if path is None or not path.is_file():
+        return ""
+    return f"-XX:SharedArchiveFile={path} {_QUIET}"
+
+
+def build(path: Path | None = None, force: bool = False) -> Path:
+    """Build the archive at ``path`` (default :func:`archive_path`) unless it exists."""
+    path = path if path is not None else archive_path()
+    if path is None:
+        raise RuntimeError(f"no archive path: Java not found, or {ARCHIVE_ENV}=off")
+    if path.is_file() and not force:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.part")
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "neardup_spark.jvm_archive", "--dump", str(partial)],
+            check=True,
+            env={**os.environ, ARCHIVE_ENV: "off"},
+        )
+        if not partial.is_file() or partial.stat().st_size == 0:
+            raise RuntimeError(f"the JVM wrote no class archive at {partial}")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
+
+
+def _dump(target: str) -> None:
+    """Run a small dedupe in a JVM that archives its classes at exit; return once it exited."""
+    from pyspark import SparkContext
+
+    from neardup_spark.config import build_config
+    from neardup_spark.generate import write_corpus
+    from neardup_spark.pipeline import run
+    from neardup_spark.session import LOCAL_DEFAULTS, build_session
+
+    base = LOCAL_DEFAULTS["spark.driver.extraJavaOptions"]
+    options = f"{base} -XX:ArchiveClassesAtExit={target} {_QUIET}"
+    config = build_config(
+        options={"master": "local[2]", "spark": {"spark.driver.extraJavaOptions": options}}
+    )
+    with tempfile.TemporaryDirectory(prefix="neardup-jvm-archive-") as work:
+        write_corpus(str(Path(work, "sample")), _BUILD_DOCS, seed=1, mean_words=200)
+        spark = build_session(config, app_name="neardup-jvm-archive")
+        run(spark, str(Path(work, "sample", "corpus")), str(Path(work, "out")), config)
+        spark.stop()
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is not None:
+        gateway.shutdown()
+    if proc is not None:  # EOF on its stdin makes the JVM exit, writing the archive first
+        proc.stdin.close()
+        proc.wait(timeout=300)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dump", metavar="FILE", required=True)
+    _dump(parser.parse_args(argv).dump)
+
+
+if __name__ == "__main__":
+    main()
