@@ -125,8 +125,12 @@ def banding_report(config: DedupeConfig) -> dict[str, Any]:
 def _run_alongside(spark: SparkSession, action: Callable[[], object]) -> Callable[[], None]:
     """Start ``action`` (Spark actions) in its own thread and return ``wait``, which joins it and
     re-raises its error. Jobs from two threads share the cores: one job's driver-side planning
-    and last-task tail no longer leave cores idle. A failed action cancels the session's running
-    jobs, so the caller's own job stops early instead of running to its end."""
+    and last-task tail no longer leave cores idle. Until ``wait``, the caller's jobs carry a job
+    tag the action's thread inherits: a failed action cancels those jobs (and no one else's), so
+    the caller's own job stops early instead of running to its end."""
+    context = spark.sparkContext
+    tag = f"neardup-alongside-{uuid.uuid4().hex}"
+    context.addJobTag(tag)
     errors: list[BaseException] = []
 
     def target() -> None:
@@ -134,13 +138,14 @@ def _run_alongside(spark: SparkSession, action: Callable[[], object]) -> Callabl
             action()
         except BaseException as exc:  # re-raised in the caller's thread by wait()
             errors.append(exc)
-            spark.sparkContext.cancelAllJobs()
+            context.cancelJobsWithTag(tag)
 
     thread = InheritableThread(target=target, daemon=True)
     thread.start()
 
     def wait() -> None:
         thread.join()
+        context.removeJobTag(tag)
         if errors:
             raise errors[0]
 

@@ -305,6 +305,42 @@ def test_a_failed_background_action_cancels_the_running_job_and_is_the_error_rai
     assert jobs and all(job.status == "FAILED" for job in jobs)  # cancelled, not run to the end
 
 
+def test_a_failed_background_action_leaves_other_threads_jobs_alone(spark):
+    """A notebook's own job, started from another thread, is not cancelled by a bad id."""
+    import time
+
+    from pyspark import InheritableThread
+
+    from neardup_spark.pipeline import _run_together
+
+    tracker = spark.sparkContext.statusTracker()
+    results: list[int] = []
+
+    def slow(batches):  # nested: pickled by value
+        import time as t
+
+        for batch in batches:
+            t.sleep(0.2)
+            yield batch
+
+    def unrelated() -> None:
+        spark.sparkContext.setJobGroup("unrelated", "someone else's job")
+        results.append(spark.range(20, numPartitions=10).mapInArrow(slow, "id long").count())
+
+    other = InheritableThread(target=unrelated)
+    other.start()
+    while not tracker.getActiveJobsIds():
+        time.sleep(0.05)
+
+    def bad_ids() -> None:
+        raise UserError("ids in column 'id' are not unique")
+
+    with pytest.raises(UserError):
+        _run_together(spark, [bad_ids, lambda: spark.range(10).count()])
+    other.join()
+    assert results == [20]
+
+
 def test_actions_run_together_all_complete(spark, tmp_path):
     from neardup_spark.pipeline import _run_together
 
