@@ -46,14 +46,16 @@ def _spark_jars() -> Path:
 
 
 def archive_key() -> str | None:
-    """Digest of the Java binary and Spark's jars (names and sizes); None without Java."""
+    """Digest of the Java binary and Spark's jars (where, names and sizes: the JVM maps an
+    archive only for the class path it was dumped with); None without Java."""
     java = _java_binary()
     if java is None:
         return None
     digest = hashlib.sha256()
     stat = java.stat()
     digest.update(f"{java}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
-    jars = _spark_jars()
+    jars = _spark_jars().resolve()
+    digest.update(f"{jars}\n".encode())
     if jars.is_dir():
         for jar in sorted(jars.iterdir()):
             digest.update(f"{jar.name}:{jar.stat().st_size}\n".encode())

@@ -46,6 +46,12 @@ def test_the_key_changes_with_spark_jars(monkeypatch, tmp_path):
     before = jvm_archive.archive_key()
     (jars / "spark-core.jar").write_bytes(b"12")
     assert jvm_archive.archive_key() != before
+    elsewhere = tmp_path / "other-venv" / "jars"  # the same jars in another install
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "spark-core.jar").write_bytes(b"12")
+    changed = jvm_archive.archive_key()
+    monkeypatch.setattr(jvm_archive, "_spark_jars", lambda: elsewhere)
+    assert jvm_archive.archive_key() != changed
 
 
 @pytest.mark.slow
