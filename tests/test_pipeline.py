@@ -347,3 +347,27 @@ def test_actions_run_together_all_complete(spark, tmp_path):
     df = spark.range(50)
     _run_together(spark, [lambda n=n: df.write.parquet(str(tmp_path / str(n))) for n in range(3)])
     assert [pq.read_table(tmp_path / str(n)).num_rows for n in range(3)] == [50, 50, 50]
+
+
+def test_per_document_partitions_group_small_splits_and_spread_few(spark):
+    from pyspark.sql import functions as F
+
+    from neardup_spark.pipeline import _byte_size, _spread
+
+    def docs(parts: int):
+        return spark.range(200, numPartitions=parts).select(F.col("id").alias("doc_id"))
+
+    cores = spark.sparkContext.defaultParallelism
+    key = "spark.sql.files.maxPartitionBytes"
+    before = spark.conf.get(key)
+    try:
+        spark.conf.set(key, "8m")  # 8 input splits per 64 MB Python task
+        assert _spread(docs(8 * cores + 1)).rdd.getNumPartitions() == 2 * cores
+        assert _spread(docs(cores)).rdd.getNumPartitions() == cores  # already one round
+        assert _spread(docs(cores - 1)).rdd.getNumPartitions() == 2 * cores  # spread, shuffled
+        spark.conf.set(key, "128m")  # splits as large as a task: left alone
+        assert _spread(docs(3 * cores + 1)).rdd.getNumPartitions() == 3 * cores + 1
+        assert sorted(r.doc_id for r in _spread(docs(40)).collect()) == list(range(200))
+    finally:
+        spark.conf.set(key, before)
+    assert _byte_size("8m") == 8 * 2**20 and _byte_size("134217728b") == 128 * 2**20
