@@ -29,7 +29,7 @@ demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
 test: $(STAMP)  ## run the test suite (real Spark in local mode)
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)  ## benchmark vs the hashing floor, Spark MLlib, datasketch (10k/30k/100k docs), then the nightly case (~20 min on 2 cores)
+bench: $(STAMP)  ## benchmark vs the hashing floor, Spark MLlib, datasketch (10k/30k/100k docs), then the nightly case (~17 min on 2 cores; builds the JVM class archive first)
 	$(BIN)/neardup bench
 
 bench-nightly: $(STAMP)  ## only bench's nightly case: 10k new docs against indexes of 100k and 300k vs a full rerun (~10 min)
