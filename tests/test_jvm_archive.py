@@ -57,17 +57,17 @@ def test_the_key_changes_with_spark_jars(monkeypatch, tmp_path):
 @pytest.mark.slow
 def test_a_built_archive_is_mapped_by_a_real_local_run(tmp_path):
     """Build the archive (a child dedupe in a dumping JVM), then run the CLI with the JVM told to
-    refuse to start unless it maps that archive (-Xshare:on), and compare outputs."""
+    refuse to start unless it maps that archive (-Xshare:on), and check its result."""
     archive = tmp_path / "classes.jsa"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, jvm_archive.ARCHIVE_ENV: str(archive)}
-    built = subprocess.run(
-        [sys.executable, "-m", "neardup_spark", "jvm-archive"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=REPO,
-    )
+
+    def neardup(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "neardup_spark", *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=600, env=env, cwd=REPO
+        )
+
+    built = neardup("jvm-archive")
     assert built.returncode == 0, built.stderr
     assert archive.is_file() and not list(tmp_path.glob("*.part"))
 
@@ -75,25 +75,9 @@ def test_a_built_archive_is_mapped_by_a_real_local_run(tmp_path):
     corpus = tmp_path / "corpus.parquet"
     pq.write_table(pa.table({"id": ["a", "b", "c"], "text": [base, base, "other"]}), corpus)
     java = f"{LOCAL_DEFAULTS['spark.driver.extraJavaOptions']} {jvm_archive.java_options(archive)}"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "neardup_spark",
-            "dedupe",
-            str(corpus),
-            str(tmp_path / "out"),
-            "--master",
-            "local[2]",
-            "--set",
-            f"spark.driver.extraJavaOptions={java} -Xshare:on",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=REPO,
-    )
+    out = tmp_path / "out"
+    java_set = f"spark.driver.extraJavaOptions={java} -Xshare:on"
+    run = neardup("dedupe", str(corpus), str(out), "--master", "local[2]", "--set", java_set)
     assert run.returncode == 0, run.stderr
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    report = json.loads((out / "report.json").read_text())
     assert report["counts"]["removed"] == 1
