@@ -282,12 +282,13 @@ def test_combine_word_hashes_matches_its_formula():
     assert got.tolist() == expected
 
 
-def test_compiled_and_numpy_signatures_agree():
+@pytest.mark.parametrize("num_perm", [64, 7])
+def test_compiled_and_numpy_signatures_agree(num_perm):
     rng = np.random.default_rng(8)
     sizes = rng.integers(0, 40, size=60)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     values = rng.integers(0, 2**64 - 1, size=offsets[-1], dtype=np.uint64)
-    family = MultiplyShiftFamily.from_seed(64, 3)
+    family = MultiplyShiftFamily.from_seed(num_perm, 3)
     from neardup_spark.kernels import minhash
 
     assert minhash._compiled_minimums is not None  # numba is a pinned dependency
