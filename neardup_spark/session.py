@@ -17,7 +17,10 @@ LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",
     # Spark's console progress bar when a person watches; none in a scheduler's log file.
     "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false",
-    "spark.sql.adaptive.enabled": "true",
+    # Adaptive execution re-plans after every shuffle and runs each query stage as its own job
+    # (31 jobs in a local run instead of 15), for little to coalesce in 8 partitions (100,000
+    # pages: 21.8 -> 20.9 s; README, Performance). Clusters keep it (conf/cluster.yaml).
+    "spark.sql.adaptive.enabled": "false",
     # Input splits of ~5,000 documents: enough tasks to keep every core busy without shuffling
     # the texts, even for a corpus of a few tens of MB.
     "spark.sql.files.maxPartitionBytes": "8m",

@@ -19,6 +19,7 @@ def spark(tmp_path_factory):
         .appName("neardup-tests")
         .config("spark.driver.memory", "2g")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.adaptive.enabled", "false")  # as in local mode (session.py)
         .config("spark.default.parallelism", "4")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

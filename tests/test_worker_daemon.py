@@ -68,3 +68,45 @@ def test_spark_python_workers_run_without_the_redundant_archives(spark):
         # Spark put pyspark.zip, the py4j zip and spark-core's jar there; pip installed the same.
         assert not [a for a in row["archives"] if "pyspark" in a], row["archives"]
         assert ".zip" not in row["pyspark"]
+
+
+def test_spark_python_workers_are_forked_from_a_preloaded_daemon(spark):
+    """The workers' parent (the daemon) imported the job's stages before forking them: SciPy's
+    graph extension, which only the components stage uses and pyspark never imports, is mapped
+    in the daemon's memory."""
+
+    def parent_maps(batches):  # nested: pickled by value
+        import os
+
+        with open(f"/proc/{os.getppid()}/maps") as maps:
+            mapped = "scipy/sparse/csgraph" in maps.read()
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
+            parent = cmdline.read().replace(b"\0", b" ").decode()
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pylist([{"mapped": mapped, "parent": parent}])
+
+    rows = (
+        spark.range(4, numPartitions=2)
+        .mapInArrow(parent_maps, "mapped boolean, parent string")
+        .collect()
+    )
+    for row in rows:
+        assert "neardup_spark.worker_daemon" in row["parent"]
+        assert row["mapped"], row["parent"]
+
+
+def test_preload_is_idempotent_and_loads_each_kernel():
+    from neardup_spark.kernels import jaccard, minhash, normalize, word_shingles
+    from neardup_spark.worker_daemon import preload
+
+    preload()
+    preload()
+    for dispatcher in (
+        minhash._compiled_minimums,
+        jaccard._compiled_pair_jaccards,
+        normalize._ascii_words,
+        word_shingles._shingle_hashes,
+        word_shingles._word_simhashes,
+    ):
+        assert dispatcher.signatures, dispatcher
