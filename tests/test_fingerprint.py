@@ -132,3 +132,14 @@ def test_to_hex() -> None:
     for bad in (2**64, -(2**63) - 1):
         with pytest.raises(ValueError):
             to_hex(bad)
+
+
+def test_token_counts_of_null_and_empty_texts_shingled_by_characters_are_zero():
+    import warnings
+
+    from neardup_spark.stages.fingerprint import count_tokens
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a NaN count cast to int32 warned (and was garbage)
+        counts = count_tokens(pa.array(["ab c", None, ""]), np.array([True, True, True]), True)
+    assert counts.tolist() == [3, 0, 0]

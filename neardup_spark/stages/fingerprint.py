@@ -87,8 +87,9 @@ def count_tokens(normalized: pa.Array, char_unit: np.ndarray, single_spaced: boo
     ``char_unit``; null and empty texts have none."""
     words = count_words(normalized, single_spaced)
     if char_unit.any():
-        spaces = pc.count_substring_regex(normalized, r"\s").to_numpy(zero_copy_only=False)
-        chars = pc.utf8_length(normalized).to_numpy(zero_copy_only=False) - spaces
+        # A null text has no characters (not a null count, which NumPy would make NaN).
+        spaces = pc.fill_null(pc.count_substring_regex(normalized, r"\s"), 0).to_numpy()
+        chars = pc.fill_null(pc.utf8_length(normalized), 0).to_numpy() - spaces
         words = np.where(char_unit, chars, words).astype(np.int32)
     return words
 
