@@ -116,7 +116,7 @@ def preload() -> None:
         documents_columns_fn(DedupeConfig(method=method).resolved())(batch)
     # One candidate pair's two side rows, scored as verification scores them.
     sides = pa.RecordBatch.from_arrays(
-        [pa.array([1, 1]), pa.array([2, 2]), ids, texts], names=["doc_a", "doc_b", "doc_id", "text"]
+        [pa.array([1, 1]), pa.array([2, 2]), texts], names=["doc_a", "doc_b", "text"]
     )
     list(verify._score_sorted_sides([sides], verify._sets_from_texts(DedupeConfig().resolved())))
 

@@ -24,7 +24,7 @@ from neardup_spark.columns import (
 )
 from neardup_spark.config import DedupeConfig
 from neardup_spark.kernels.jaccard import pair_jaccards
-from neardup_spark.stages.documents import documents_columns_fn
+from neardup_spark.stages.documents import shingle_sets_fn
 
 
 def scored_schema(id_type: T.DataType) -> T.StructType:
@@ -137,18 +137,15 @@ def _paired_sides(docs: DataFrame, candidates: DataFrame, broadcast: bool) -> Da
 
 
 def _sets_from_texts(config: DedupeConfig) -> Callable[[pa.Table], pa.Table]:
-    """Side rows with ``doc_id``, ``text`` -> ``doc_a``, ``doc_b``, ``shingles``, ``sketch``,
-    computed by the job's own per-document pass (so they are the sets it would have stored)."""
-    features = documents_columns_fn(config, with_sets=True)
+    """Side rows with ``doc_a``, ``doc_b``, ``text`` -> ``doc_a``, ``doc_b``, ``shingles``,
+    ``sketch``, computed as the job's per-document pass computes them (so they are the sets it
+    would have stored)."""
+    sets_of = shingle_sets_fn(config)
 
     def run(sides: pa.Table) -> pa.Table:
-        texts = pa.RecordBatch.from_arrays(
-            [sides.column(DOC_ID).combine_chunks(), sides.column(TEXT).combine_chunks()],
-            names=[DOC_ID, TEXT],
-        )
-        sets = features(texts)
+        shingles, sketches = sets_of(sides.column(TEXT).combine_chunks())
         return pa.table(
-            [sides.column(DOC_A), sides.column(DOC_B), sets.column(SHINGLES), sets.column(SKETCH)],
+            [sides.column(DOC_A), sides.column(DOC_B), shingles, sketches],
             names=[DOC_A, DOC_B, SHINGLES, SKETCH],
         )
 
@@ -176,7 +173,7 @@ def score_candidate_texts(
     def transform(candidates: DataFrame) -> DataFrame:
         sides = _paired_sides(texts.select(DOC_ID, TEXT), candidates, broadcast_candidates)
         schema = scored_schema(candidates.schema[DOC_A].dataType)
-        return sides.select(DOC_A, DOC_B, DOC_ID, TEXT).mapInArrow(score, schema)
+        return sides.select(DOC_A, DOC_B, TEXT).mapInArrow(score, schema)
 
     return transform
 
