@@ -169,9 +169,13 @@ def check_columns(df: DataFrame, id_col: str, text_col: str) -> None:
 
 
 def check_ids(df: DataFrame, id_col: str) -> None:
-    """No null and no repeated ids (one Spark job over the id column only)."""
+    """No null and no repeated ids (one Spark job over the id column only, read in one task per
+    core: ids are small, and each task of a scan has a fixed cost)."""
+    cores = df.sparkSession.sparkContext.defaultParallelism
     bad = (
-        df.groupBy(id_col)
+        df.select(id_col)
+        .coalesce(max(1, cores))
+        .groupBy(id_col)
         .count()
         .where(F.col(id_col).isNull() | (F.col("count") > 1))
         .orderBy(F.col(id_col).asc_nulls_first())

@@ -181,12 +181,13 @@ def _start_python_workers(spark: SparkSession) -> Callable[[], None]:
     context = spark.sparkContext
     if not context.master.startswith("local"):
         return lambda: None
-    cores = context.defaultParallelism
 
     def start() -> None:
         try:
             context.setJobDescription("neardup: start Python workers")
-            spark.range(0, cores, 1, cores).mapInArrow(_pass_batches, "id long").collect()
+            # One task: the daemon preloads once and forks the others in no time; the other
+            # cores stay with the driver's planning.
+            spark.range(0, 1, 1, 1).mapInArrow(_pass_batches, "id long").collect()
         except Exception as exc:  # see the docstring
             log.debug("starting the Python workers early failed: %r", exc)
 
@@ -228,6 +229,10 @@ def _maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:
     return F.broadcast(df) if rows <= BROADCAST_MAX_ROWS else df
 
 
+def _shuffle_partitions(spark: SparkSession) -> int:
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+
+
 def _candidates(
     sketches: DataFrame,
     config: DedupeConfig,
@@ -236,9 +241,10 @@ def _candidates(
     persisted: list[DataFrame],
 ) -> DataFrame:
     """Bucket the sketches' keys into distinct candidate pairs (persisted, counted)."""
-    parts = int(sketches.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
     candidates = sketches.transform(
-        banded_candidate_pairs(config.bucket_all_pairs_max, parts)
+        banded_candidate_pairs(
+            config.bucket_all_pairs_max, _shuffle_partitions(sketches.sparkSession)
+        )
     ).persist(StorageLevel.MEMORY_AND_DISK)
     persisted.append(candidates)
     with timer.stage("candidates") as counted:
@@ -366,6 +372,10 @@ def dedupe(
     pairs = pair_parts[0]
     for part in pair_parts[1:]:
         pairs = pairs.unionByName(part)
+    if len(pair_parts) > 1:
+        # Each part has a shuffle's partitions; its rows are cheap to recompute here (the
+        # verified scores are persisted), and ``pairs/`` gets half as many small files.
+        pairs = pairs.coalesce(_shuffle_partitions(spark))
     pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
     # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
     # the two sets are disjoint, so no job is needed to count their union.
