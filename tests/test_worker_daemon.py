@@ -73,7 +73,7 @@ def test_spark_python_workers_run_without_the_redundant_archives(spark):
 def test_spark_python_workers_are_forked_from_a_preloaded_daemon(spark):
     """The workers' parent (the daemon) imported the job's stages before forking them: SciPy's
     graph extension, which only the components stage uses and pyspark never imports, is mapped
-    in the daemon's memory."""
+    in the daemon's memory. On an AVX-512 CPU their numba builds for 512-bit vectors."""
 
     def parent_maps(batches):  # nested: pickled by value
         import os
@@ -82,18 +82,20 @@ def test_spark_python_workers_are_forked_from_a_preloaded_daemon(spark):
             mapped = "scipy/sparse/csgraph" in maps.read()
         with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:
             parent = cmdline.read().replace(b"\0", b" ").decode()
+        wide = os.environ.get("NUMBA_CPU_FEATURES", "").endswith("-prefer-256-bit")
         for _ in batches:
             pass
-        yield pa.RecordBatch.from_pylist([{"mapped": mapped, "parent": parent}])
+        yield pa.RecordBatch.from_pylist([{"mapped": mapped, "parent": parent, "wide": wide}])
 
     rows = (
         spark.range(4, numPartitions=2)
-        .mapInArrow(parent_maps, "mapped boolean, parent string")
+        .mapInArrow(parent_maps, "mapped boolean, parent string, wide boolean")
         .collect()
     )
     for row in rows:
         assert "neardup_spark.worker_daemon" in row["parent"]
         assert row["mapped"], row["parent"]
+        assert row["wide"] == _host_has_avx512()  # the daemon chose the vector width
 
 
 def test_preload_is_idempotent_and_loads_each_kernel():
@@ -110,3 +112,49 @@ def test_preload_is_idempotent_and_loads_each_kernel():
         word_shingles._word_simhashes,
     ):
         assert dispatcher.signatures, dispatcher
+
+
+def _host_has_avx512() -> bool:
+    import llvmlite.binding as llvm
+
+    return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
+
+
+def test_wide_vectors_are_left_alone_once_numba_is_imported(monkeypatch):
+    import numba  # noqa: F401  (imported: too late to change its target)
+
+    from neardup_spark.worker_daemon import prefer_wide_vectors
+
+    monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
+    assert prefer_wide_vectors() is False
+    assert "NUMBA_CPU_FEATURES" not in __import__("os").environ
+
+
+def test_minhash_compiled_for_wide_vectors_equals_numpy_path():
+    """In a fresh interpreter, as in the daemon: the 512-bit build gives the same sketches."""
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import os
+        from neardup_spark.worker_daemon import prefer_wide_vectors
+        wide = prefer_wide_vectors()
+        import numpy as np
+        from neardup_spark.kernels.minhash import MultiplyShiftFamily, signatures
+        rng = np.random.default_rng(5)
+        sizes = rng.integers(0, 30, size=50)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        values = rng.integers(0, 2**64 - 1, size=offsets[-1], dtype=np.uint64)
+        family = MultiplyShiftFamily.from_seed(200, 1)
+        same = np.array_equal(signatures(offsets, values, family),
+                              signatures(offsets, values, family, compiled=False))
+        print(wide, os.environ.get("NUMBA_CPU_FEATURES", "").endswith("-prefer-256-bit"), same)
+        """
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "NUMBA_CPU_FEATURES"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    expected_wide = str(_host_has_avx512())
+    assert out == [expected_wide, expected_wide, "True"]
