@@ -352,22 +352,25 @@ def test_actions_run_together_all_complete(spark, tmp_path):
 def test_per_document_partitions_group_small_splits_and_spread_few(spark):
     from pyspark.sql import functions as F
 
-    from neardup_spark.pipeline import _byte_size, _spread
+    from neardup_spark.pipeline import _byte_size, _grouped, _spread
 
-    def docs(parts: int):
-        return spark.range(200, numPartitions=parts).select(F.col("id").alias("doc_id"))
+    def layout(parts: int):
+        docs = spark.range(200, numPartitions=parts).select(F.col("id").alias("doc_id"))
+        grouped, count = _grouped(docs)
+        assert grouped.rdd.getNumPartitions() == count
+        return _spread(grouped, count)
 
     cores = spark.sparkContext.defaultParallelism
     key = "spark.sql.files.maxPartitionBytes"
     before = spark.conf.get(key)
     try:
         spark.conf.set(key, "8m")  # 8 input splits per 64 MB Python task
-        assert _spread(docs(8 * cores + 1)).rdd.getNumPartitions() == 2 * cores
-        assert _spread(docs(cores)).rdd.getNumPartitions() == cores  # already one round
-        assert _spread(docs(cores - 1)).rdd.getNumPartitions() == 2 * cores  # spread, shuffled
+        assert layout(8 * cores + 1).rdd.getNumPartitions() == 2 * cores
+        assert layout(cores).rdd.getNumPartitions() == cores  # already one round
+        assert layout(cores - 1).rdd.getNumPartitions() == 2 * cores  # spread, shuffled
         spark.conf.set(key, "128m")  # splits as large as a task: left alone
-        assert _spread(docs(3 * cores + 1)).rdd.getNumPartitions() == 3 * cores + 1
-        assert sorted(r.doc_id for r in _spread(docs(40)).collect()) == list(range(200))
+        assert layout(3 * cores + 1).rdd.getNumPartitions() == 3 * cores + 1
+        assert sorted(r.doc_id for r in layout(40).collect()) == list(range(200))
     finally:
         spark.conf.set(key, before)
     assert _byte_size("8m") == 8 * 2**20 and _byte_size("134217728b") == 128 * 2**20
