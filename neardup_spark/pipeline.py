@@ -330,9 +330,13 @@ def dedupe(
     config: DedupeConfig,
     checkpoint: Callable[[DataFrame], DataFrame] | None = None,
     timer: StageTimer | None = None,
+    write_pairs: Callable[[DataFrame], object] | None = None,
 ) -> DedupeResult:
     """Find the near-duplicate clusters of ``df`` (a DataFrame with ``config.id_col`` and
     ``config.text_col``; other columns are carried into ``deduplicated``).
+
+    ``write_pairs``, if given, writes the pairs table as soon as it is known, alongside the
+    connected components (a single task at most sizes, leaving the other cores free).
 
     Raises :class:`UserError` for a missing column, a bad type, or null/duplicate ids.
     """
@@ -391,16 +395,27 @@ def dedupe(
     # the two sets are disjoint, so no job is needed to count their union.
     counts["verified_pairs"] = n_copies + counts["near_pairs"]
 
-    with timer.stage("components") as counted:
-        labels, rounds = connected_components(
-            pairs.select(DOC_A, DOC_B),
-            checkpoint,
-            n_edges=counts["verified_pairs"],
-            single_task_max_edges=config.components_single_task_max_edges,
-        )
-        members = labels.transform(representatives(config.representative, fingerprints)).persist()
-        removed = counted["removed"] = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
-        counted["rows"] = counts["verified_pairs"]
+    pairs_written = _run_alongside(spark, lambda: write_pairs(pairs)) if write_pairs else None
+    try:
+        with timer.stage("components") as counted:
+            labels, rounds = connected_components(
+                pairs.select(DOC_A, DOC_B),
+                checkpoint,
+                n_edges=counts["verified_pairs"],
+                single_task_max_edges=config.components_single_task_max_edges,
+            )
+            members = labels.transform(
+                representatives(config.representative, fingerprints)
+            ).persist()
+            removed = counted["removed"] = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
+            counted["rows"] = counts["verified_pairs"]
+    except BaseException:
+        if pairs_written:  # a failed write cancelled the components: report the cause
+            pairs_written()
+        raise
+    if pairs_written:  # before the intermediates it may still read are released
+        with timer.stage("write"):
+            pairs_written()
     for df_ in intermediates:  # the pairs are materialised now
         df_.unpersist()
     counts["removed"] = int(removed)
@@ -464,13 +479,18 @@ def run(
         df, skipped_files = read_corpus(spark, input_path, config.skip_corrupt)
         check_columns(df, config.id_col, config.text_col)
     spark.sparkContext.setCheckpointDir(staged.child(CHECKPOINT_DIR))
-    result = dedupe(df, config, checkpoint=_reliable_checkpoint, timer=timer)
+    result = dedupe(
+        df,
+        config,
+        checkpoint=_reliable_checkpoint,
+        timer=timer,
+        write_pairs=lambda pairs: pairs.write.parquet(staged.child("pairs")),
+    )
     with timer.stage("write"):
         _run_together(
             spark,
             [
                 lambda: result.clusters.write.parquet(staged.child("clusters")),
-                lambda: result.pairs.write.parquet(staged.child("pairs")),
                 lambda: result.deduplicated.write.parquet(staged.child("deduplicated")),
             ],
         )

@@ -170,6 +170,24 @@ def test_same_clusters_with_1_or_8_partitions(spark, corpus):
     assert results[0] == results[1]
 
 
+def test_pairs_written_alongside_the_components(spark, corpus, tmp_path):
+    """``write_pairs`` gets the pairs table while the components run: the same rows; a failed
+    write cancels the components and is the error raised."""
+    root, _, _ = corpus
+    df = spark.read.parquet(str(root))
+    result = dedupe(df, build_config(), write_pairs=lambda p: p.write.parquet(str(tmp_path / "p")))
+    written = sorted(map(tuple, spark.read.parquet(str(tmp_path / "p")).collect()))
+    assert written and written == sorted(map(tuple, result.pairs.collect()))
+    assert "write" in result.report["stage_seconds"]
+    result.release()
+
+    def failing_write(pairs):
+        raise UserError("pairs: disk full")
+
+    with pytest.raises(UserError, match="disk full"):
+        dedupe(df, build_config(), write_pairs=failing_write)
+
+
 def _write(tmp_path, rows, schema="id string, text string", spark=None):
     path = tmp_path / "in"
     spark.createDataFrame(rows, schema).write.parquet(str(path))
