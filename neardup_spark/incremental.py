@@ -1028,6 +1028,8 @@ def _cluster_with_spark(
         n_edges=n_graph,
         single_task_max_edges=config.components_single_task_max_edges,
     )
+    if rounds == 0:  # one task's labels, read by several branches below: computed once
+        labels = keep(labels)
     assigned = keep(_assign_ids(members, labels))
     new_text = ~F.col(_IS_OLD) & F.col(HAS_TEXT)
     changed_row = F.col(_IS_OLD) & (F.col(_OLD_CLUSTER) != F.col(CLUSTER_ID))

@@ -404,6 +404,9 @@ def dedupe(
                 n_edges=counts["verified_pairs"],
                 single_task_max_edges=config.components_single_task_max_edges,
             )
+            if rounds == 0 and config.representative != "smallest_id":
+                labels = labels.persist()  # read twice: the single task would run twice
+                intermediates.append(labels)
             members = labels.transform(
                 representatives(config.representative, fingerprints)
             ).persist()
