@@ -35,7 +35,7 @@ LOCAL_DEFAULTS = {
 
 # Shuffle partitions per core in local mode (when not set): each partition of the candidate and
 # verification stages is a Python task with a fixed cost (~40 ms), and a local corpus is small
-# for a shuffle; 30,000 pages: 8 -> 4 partitions on 2 cores, 10.8 -> 10.4 s (README, Performance).
+# for a shuffle; 30,000 pages, 8 -> 4 partitions on 2 cores: 10.8 / 11.2 -> 10.5 / 10.8 s (A/B).
 LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 2
 
 
