@@ -356,9 +356,9 @@ def dedupe(
     spark = df.sparkSession
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(config.arrow_batch_size))
     check_columns(df, config.id_col, config.text_col)
+    df, parts = _grouped(df)  # the per-document pass, verification and deduplicated/ read it
     # The id check runs alongside the per-document pass (a bad id cancels it); "check_ids" is
     # the time the job then still waits for the check.
-    df, parts = _grouped(df)  # the per-document pass, verification and deduplicated/ read it
     wait_for_id_check = _run_alongside(spark, lambda: check_ids(df, config.id_col))
 
     docs = _spread(as_documents(df, config.id_col, config.text_col), parts)
