@@ -16,12 +16,11 @@ from pyspark.sql import types as T
 from neardup_spark.arrow_utils import binary_from_csr, binary_from_rows
 from neardup_spark.columns import DOC_ID, NORMALIZED, SHINGLES, SKETCH, TEXT
 from neardup_spark.config import DedupeConfig
-from neardup_spark.kernels.minhash import MultiplyShiftFamily, signatures
 from neardup_spark.kernels.normalize import normalize_texts
-from neardup_spark.kernels.shingles import char_unit_mask, document_shingles
+from neardup_spark.kernels.shingles import char_unit_mask
 from neardup_spark.stages.fingerprint import decode_utf8, fingerprint_batch_fn, fingerprint_schema
 from neardup_spark.stages.simhash import simhash_columns_fn, simhash_schema
-from neardup_spark.stages.sketch import sketch_columns_fn, sketch_schema
+from neardup_spark.stages.sketch import minhash_sets_fn, sketch_columns_fn, sketch_schema
 
 # The bulky MinHash columns: a shingle set is ~4 KB for a 500-word page.
 SET_COLUMNS = frozenset({SHINGLES, SKETCH})
@@ -87,16 +86,11 @@ def shingle_sets_fn(config: DedupeConfig) -> Callable[[pa.Array], tuple[pa.Array
     computes for them (MinHash), without the columns verification does not read (exact
     fingerprint, counts, band keys: ~8 of ~55 us a page)."""
     options, unit = config.normalize, config.shingle_unit
-    ngram, char_ngram, seed = config.ngram, config.char_ngram, config.seed
-    family = MultiplyShiftFamily.from_seed(config.num_perm, seed)
+    sets_of = minhash_sets_fn(config)
 
     def run(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
         normalized = normalize_texts(decode_utf8(texts)[0], options)
-        char_unit = char_unit_mask(normalized, unit)
-        offsets, shingles = document_shingles(
-            normalized, char_unit, ngram, char_ngram, seed, options.collapse_whitespace
-        )
-        sketches = signatures(offsets, shingles, family)
+        offsets, shingles, sketches = sets_of(normalized, char_unit_mask(normalized, unit))
         return binary_from_csr(offsets, shingles), binary_from_rows(sketches)
 
     return run

@@ -56,22 +56,37 @@ def _maybe_fail_once() -> None:
     raise RuntimeError(f"injected task failure ({FAIL_ONCE_ENV}={marker})")
 
 
+def minhash_sets_fn(
+    config: DedupeConfig,
+) -> Callable[[pa.Array, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Normalised texts and their ``char_unit`` flags -> ``(offsets, shingle hashes, sketches)``:
+    each document's shingle hashes in text order (CSR) and its MinHash sketch."""
+    ngram, char_ngram, seed = config.ngram, config.char_ngram, config.seed
+    single_spaced = config.normalize.collapse_whitespace
+    family = MultiplyShiftFamily.from_seed(config.num_perm, seed)
+
+    def run(
+        normalized: pa.Array, char_unit: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        offsets, shingles = document_shingles(
+            normalized, char_unit, ngram, char_ngram, seed, single_spaced
+        )
+        return offsets, shingles, signatures(offsets, shingles, family)
+
+    return run
+
+
 def sketch_columns_fn(config: DedupeConfig) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
     """One batch of ``doc_id``, ``normalized``, ``char_unit`` -> its :func:`sketch_schema`
     columns; captures plain parameters only."""
     assert config.bands is not None and config.rows is not None
-    ngram, seed, bands, rows = config.ngram, config.seed, config.bands, config.rows
-    char_ngram = config.char_ngram
-    single_spaced = config.normalize.collapse_whitespace
-    family = MultiplyShiftFamily.from_seed(config.num_perm, seed)
+    bands, rows = config.bands, config.rows
+    sets_of = minhash_sets_fn(config)
 
     def run(batch: pa.RecordBatch) -> pa.RecordBatch:
         _maybe_fail_once()
         char_unit = batch.column(CHAR_UNIT).to_numpy(zero_copy_only=False)
-        offsets, shingles = document_shingles(
-            batch.column(NORMALIZED), char_unit, ngram, char_ngram, seed, single_spaced
-        )
-        sketches = signatures(offsets, shingles, family)
+        offsets, shingles, sketches = sets_of(batch.column(NORMALIZED), char_unit)
         # Documents without shingles get no band keys: they can never be candidates.
         keys = key_lists(band_keys(sketches, bands, rows), np.diff(offsets) > 0)
         return pa.RecordBatch.from_arrays(
