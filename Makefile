@@ -39,12 +39,13 @@ cluster-test: $(STAMP)  ## standalone master+worker on 127.0.0.1, spark-submit t
 	$(BIN)/python -m pytest -q -m slow tests/test_cluster.py
 
 eval-extract: $(STAMP)  ## main-content extraction F1 and WARC reader speed on ../shared/data
-	$(BIN)/python -m neardup_spark.extract_eval
+	$(BIN)/neardup eval-extract
 
-lint: $(STAMP)  ## ruff and mypy
+lint: $(STAMP)  ## ruff, mypy and the architecture contracts (import-linter)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy neardup_spark
+	$(BIN)/lint-imports
 
 format: $(STAMP)  ## apply ruff's formatting and safe fixes
 	$(BIN)/ruff format .

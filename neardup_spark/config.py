@@ -1,9 +1,17 @@
-"""The one typed configuration of a dedupe run.
+"""The typed configuration, resolved once where it is built.
 
-Defaults are the dataclass defaults, mirrored in ``conf/default.yaml`` (a test keeps them equal).
-Layers, later wins: defaults -> each ``--config`` YAML file -> ``--set key=value`` overrides ->
-explicit command-line options. :meth:`DedupeConfig.resolved` derives the LSH banding from the
-threshold and validates everything once.
+Two objects come out of the same layered settings (defaults, mirrored in ``conf/default.yaml``
+-> each ``--config`` YAML file -> ``--set key=value`` overrides -> explicit command-line
+options; later wins):
+
+* :class:`DedupeConfig`: what a run computes. Every instance is validated and has its LSH
+  banding resolved (:attr:`DedupeConfig.banding`, derived from the threshold unless ``bands``
+  and ``rows`` are given), so later layers never resolve or check it again.
+* :class:`SessionSettings`: where and how Spark runs (master, Spark settings, Arrow batch
+  size); :func:`neardup_spark.runtime.session.build_session` takes it.
+
+:func:`load_settings` returns both (the command line); :func:`build_config` only the first
+(the Python API).
 """
 
 from __future__ import annotations
@@ -30,8 +38,17 @@ REPRESENTATIVE_RULES = ("smallest_id", "longest_text")
 
 
 @dataclass(frozen=True)
+class Banding:
+    """LSH banding: ``bands`` bands of ``rows`` MinHash values each."""
+
+    bands: int
+    rows: int
+
+
+@dataclass(frozen=True)
 class DedupeConfig:
-    """Everything that decides what a run computes (plus where it runs)."""
+    """Everything that decides what a run computes. Validated and resolved on construction:
+    a bad value raises :class:`UserError`."""
 
     method: str = "minhash"
     id_col: str = "id"
@@ -43,6 +60,7 @@ class DedupeConfig:
     char_ngram: int = 5
     num_perm: int = 200
     threshold: float = 0.8
+    # Requested banding; both None: derived from the threshold (see ``banding``).
     bands: int | None = None
     rows: int | None = None
     min_recall: float = 0.99
@@ -68,25 +86,24 @@ class DedupeConfig:
     # Leave out input files whose Parquet footer cannot be read (listed in the report) instead
     # of failing with exit 2.
     skip_corrupt: bool = False
-    arrow_batch_size: int = 2000
-    master: str | None = None
-    spark: dict[str, str] = field(default_factory=dict)
+    # The banding in use: the requested one, or derived from threshold, num_perm, min_recall.
+    banding: Banding = field(init=False, repr=False, compare=False)
 
-    def resolved(self) -> DedupeConfig:
-        """Validate and fill in ``bands``/``rows``; raises :class:`UserError` on bad values."""
+    def __post_init__(self) -> None:
         self._validate()
+        object.__setattr__(self, "banding", self._resolve_banding())
+
+    def _resolve_banding(self) -> Banding:
         if (self.bands is None) != (self.rows is None):
             raise UserError("give both --bands and --rows, or neither (then they are derived)")
-        if self.bands is None:
-            bands, rows = choose_bands(self.threshold, self.num_perm, self.min_recall)
-            return dataclasses.replace(self, bands=bands, rows=rows)
-        assert self.rows is not None
+        if self.bands is None or self.rows is None:
+            return Banding(*choose_bands(self.threshold, self.num_perm, self.min_recall))
         if self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.num_perm:
             raise UserError(
                 f"bands x rows = {self.bands} x {self.rows} must be >= 1 each and fit in "
                 f"num_perm = {self.num_perm}"
             )
-        return self
+        return Banding(self.bands, self.rows)
 
     def _validate(self) -> None:
         if self.method not in METHODS:
@@ -122,7 +139,7 @@ class DedupeConfig:
             raise UserError(f"threshold must be in (0, 1], got {self.threshold}")
         if not 0.0 < self.min_recall < 1.0:
             raise UserError(f"min_recall must be in (0, 1), got {self.min_recall}")
-        for name in ("ngram", "char_ngram", "num_perm", "bucket_all_pairs_max", "arrow_batch_size"):
+        for name in ("ngram", "char_ngram", "num_perm", "bucket_all_pairs_max"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
@@ -136,21 +153,70 @@ class DedupeConfig:
             raise UserError("id_col and text_col must be non-empty column names")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as plain data, with the banding in use as ``bands`` and ``rows``."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+        data["normalize"] = dataclasses.asdict(self.normalize)
+        data["bands"], data["rows"] = self.banding.bands, self.banding.rows
+        return data
 
-    def fingerprint(self) -> str:
-        """A stable JSON form of the settings that decide the result (not where it runs)."""
+    def settings_json(self) -> str:
+        """A stable JSON form of the settings that decide the result (hashed into manifests,
+        compared by the nightly index)."""
         data = self.to_dict()
-        for key in ("master", "spark", "arrow_batch_size", "skip_corrupt"):
-            data.pop(key)
+        data.pop("skip_corrupt")
         return json.dumps(data, sort_keys=True)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DedupeConfig:
+        """A config from :meth:`to_dict`'s form, as recorded in a report or manifest; keys that
+        are not settings of this class (session settings, newer or older keys) are ignored."""
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
+        values = {k: v for k, v in data.items() if k in known}
+        if isinstance(values.get("normalize"), dict):
+            values["normalize"] = NormalizeOptions(**values["normalize"])
+        return cls(**values)
 
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """Where and how Spark runs; none of it changes what a run computes."""
+
+    # Spark master; None: spark-submit's, or local[*].
+    master: str | None = None
+    # Extra Spark settings, e.g. {"spark.driver.memory": "4g"}.
+    spark: dict[str, str] = field(default_factory=dict)
+    # Documents per Arrow batch in the Python stages (spark.sql.execution.arrow.maxRecordsPerBatch).
+    arrow_batch_size: int = 2000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.arrow_batch_size, int) or self.arrow_batch_size < 1:
+            raise UserError(
+                f"arrow_batch_size must be a positive integer, got {self.arrow_batch_size!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """Both halves of one command's settings."""
+
+    dedupe: DedupeConfig
+    session: SessionSettings
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``config`` section of a run report: every setting, dedupe and session."""
+        return {**self.dedupe.to_dict(), **self.session.to_dict()}
+
+
+_SESSION_KEYS = frozenset(f.name for f in dataclasses.fields(SessionSettings))
+_DEDUPE_KEYS = frozenset(f.name for f in dataclasses.fields(DedupeConfig) if f.init)
 _NESTED = {"normalize": NormalizeOptions}
 
 
 def _merge(base: dict[str, Any], layer: dict[str, Any], source: str) -> dict[str, Any]:
-    known = {f.name for f in dataclasses.fields(DedupeConfig)}
+    known = _DEDUPE_KEYS | _SESSION_KEYS
     out = dict(base)
     for key, value in layer.items():
         if key not in known:
@@ -208,22 +274,69 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def build_config(
-    config_files: list[str] | None = None,
-    overrides: list[str] | None = None,
-    options: dict[str, Any] | None = None,
-) -> DedupeConfig:
-    """Layer defaults, YAML files, ``key=value`` overrides and explicit options; resolve."""
+def _layered(
+    config_files: list[str] | None,
+    overrides: list[str] | None,
+    options: dict[str, Any] | None,
+) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for path in config_files or []:
         merged = _merge(merged, read_yaml(path), str(path))
     for text in overrides or []:
         merged = _merge(merged, parse_override(text), f"--set {text}")
-    merged = _merge(merged, {k: v for k, v in (options or {}).items() if v is not None}, "options")
-    if "normalize" in merged:
-        merged["normalize"] = NormalizeOptions(**merged["normalize"])
+    return _merge(merged, {k: v for k, v in (options or {}).items() if v is not None}, "options")
+
+
+def _build(cls: type, values: dict[str, Any]) -> Any:
     try:
-        config = DedupeConfig(**merged)
+        return cls(**values)
     except TypeError as exc:
         raise UserError(f"bad configuration: {exc}") from None
-    return config.resolved()
+
+
+def load_settings(
+    config_files: list[str] | None = None,
+    overrides: list[str] | None = None,
+    options: dict[str, Any] | None = None,
+) -> JobSettings:
+    """Layer defaults, YAML files, ``key=value`` overrides and explicit options into the dedupe
+    config and the session settings, both validated."""
+    merged = _layered(config_files, overrides, options)
+    if "normalize" in merged:
+        merged["normalize"] = NormalizeOptions(**merged["normalize"])
+    dedupe = _build(DedupeConfig, {k: v for k, v in merged.items() if k in _DEDUPE_KEYS})
+    session = _build(SessionSettings, {k: v for k, v in merged.items() if k in _SESSION_KEYS})
+    return JobSettings(dedupe, session)
+
+
+def load_session_settings(
+    config_files: list[str] | None = None,
+    overrides: list[str] | None = None,
+    options: dict[str, Any] | None = None,
+) -> SessionSettings:
+    """Only the session settings of the same layers (commands that run no dedupe: ingest,
+    index); dedupe keys in a shared config file are accepted and not validated here."""
+    merged = _layered(config_files, overrides, options)
+    return _build(SessionSettings, {k: v for k, v in merged.items() if k in _SESSION_KEYS})
+
+
+def build_config(
+    config_files: list[str] | None = None,
+    overrides: list[str] | None = None,
+    options: dict[str, Any] | None = None,
+) -> DedupeConfig:
+    """The dedupe config of the same layers (the Python API); session keys are accepted (a
+    config file may hold both) and left to :func:`load_settings`."""
+    return load_settings(config_files, overrides, options).dedupe
+
+
+def default_settings_dict() -> dict[str, Any]:
+    """Every setting's default as written in ``conf/default.yaml`` (requested banding: null)."""
+    data = {
+        f.name: f.default
+        for f in dataclasses.fields(DedupeConfig)
+        if f.init and f.name != "normalize"
+    }
+    data["normalize"] = dataclasses.asdict(NormalizeOptions())
+    data.update(SessionSettings().to_dict())
+    return data

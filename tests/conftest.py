@@ -26,7 +26,7 @@ def spark(tmp_path_factory):
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
         # Many small queries: the quick JIT alone, as the CLI's local mode (session.py).
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
-        .config("spark.python.daemon.module", "neardup_spark.worker_daemon")
+        .config("spark.python.daemon.module", "neardup_spark.runtime.worker_daemon")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from neardup_spark.config import DedupeConfig, build_config, parse_override
+from neardup_spark.config import (
+    DedupeConfig,
+    build_config,
+    default_settings_dict,
+    load_settings,
+    parse_override,
+)
 from neardup_spark.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -16,30 +22,32 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_conf_default_yaml_mirrors_the_dataclass_defaults():
     data = yaml.safe_load((REPO / "conf" / "default.yaml").read_text())
-    assert data == DedupeConfig().to_dict()
+    assert data == default_settings_dict()
 
 
 def test_default_banding_is_derived():
     config = build_config()
-    assert (config.bands, config.rows) == (28, 7)
+    assert (config.banding.bands, config.banding.rows) == (28, 7)
+    assert (config.to_dict()["bands"], config.to_dict()["rows"]) == (28, 7)
 
 
 def test_layers_later_wins(tmp_path):
     first = tmp_path / "a.yaml"
     first.write_text("threshold: 0.9\nngram: 3\nspark:\n  spark.driver.memory: 3g\n")
-    config = build_config(
+    job = load_settings(
         [str(first)],
         ["ngram=4", "normalize.casefold=false", "spark.sql.shuffle.partitions=7"],
         {"seed": 5},
     )
+    config = job.dedupe
     assert config.threshold == 0.9 and config.ngram == 4 and config.seed == 5
     assert config.normalize.casefold is False and config.normalize.nfkc is True
-    assert config.spark == {"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "7"}
+    assert job.session.spark == {"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "7"}
 
 
 def test_explicit_bands_and_rows():
     config = build_config(options={"bands": 20, "rows": 10})
-    assert (config.bands, config.rows) == (20, 10)
+    assert (config.banding.bands, config.banding.rows) == (20, 10)
 
 
 @pytest.mark.parametrize(
@@ -81,7 +89,7 @@ def test_config_is_frozen():
     [("local", 1), ("local[3]", 3), ("local[4,2]", 4), ("local[ 2 ]", 2), ("local[0]", 1)],
 )
 def test_local_cores_of_a_master(master, cores):
-    from neardup_spark.session import local_cores
+    from neardup_spark.runtime.session import local_cores
 
     assert local_cores(master) == cores
 
@@ -89,7 +97,7 @@ def test_local_cores_of_a_master(master, cores):
 def test_local_star_uses_every_cpu():
     import os
 
-    from neardup_spark.session import local_cores
+    from neardup_spark.runtime.session import local_cores
 
     assert local_cores("local[*]") == os.cpu_count()
     assert local_cores("local[*,3]") == os.cpu_count()

@@ -31,7 +31,7 @@ try:  # numba compiles the ASCII path; without it every document takes the Arrow
 except ImportError:  # pragma: no cover - numba is a pinned dependency
     njit = None
 
-from neardup_spark.kernels.word_shingles import string_buffers
+from neardup_spark.kernels.compiled_words import string_buffers
 
 # RE2 syntax (Arrow's regex engine): anything but letters, numbers, marks and whitespace.
 PUNCTUATION_PATTERN = r"[^\p{L}\p{N}\p{M}\s]+"

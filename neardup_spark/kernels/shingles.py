@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from neardup_spark.kernels.compiled_words import word_shingle_hashes
 from neardup_spark.kernels.hashing import GOLDEN64, fmix64, splitmix64_stream
-from neardup_spark.kernels.word_shingles import word_shingle_hashes
 
 # Bump when anything here changes the hash of a shingle: an index built under another version
 # cannot be mixed with new sketches.
@@ -266,7 +266,7 @@ def word_shingles(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Word ``ngram``-shingle hashes of every document (CSR, text order, repeats kept).
 
-    Single-spaced texts take the compiled path (:mod:`~neardup_spark.kernels.word_shingles`),
+    Single-spaced texts take the compiled path (:mod:`~neardup_spark.kernels.compiled_words`),
     others the NumPy one; both give the same hashes.
     """
     if single_spaced:

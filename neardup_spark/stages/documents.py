@@ -1,41 +1,77 @@
-"""The per-document pass: normalise, fingerprint and sketch every document in one Arrow pass.
-
-Fusing :func:`~neardup_spark.stages.fingerprint.fingerprint` with the method's sketch stage
-means each text is read, normalised and shingled once, and the normalised text is never written
-to Spark's cache (at 100k documents that was 230 MB written and read back).
-"""
+"""The per-document pass: normalise, fingerprint and sketch every document in one Arrow pass
+(:mod:`neardup_spark.batch.documents` on each batch), and its two halves for callers that need
+them apart."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from neardup_spark.arrow_utils import binary_from_csr, binary_from_rows
-from neardup_spark.columns import DOC_ID, NORMALIZED, SHINGLES, SKETCH, TEXT
+from neardup_spark.batch import BatchFn, over_batches
+from neardup_spark.batch.documents import SET_COLUMNS, documents_columns_fn
+from neardup_spark.batch.minhash import minhash_columns_fn
+from neardup_spark.batch.text import text_columns_fn
+from neardup_spark.columns import (
+    BAND_KEYS,
+    CHAR_UNIT,
+    DOC_ID,
+    EXACT_FP,
+    HAS_TEXT,
+    N_CHARS,
+    N_WORDS,
+    NORMALIZED,
+    REPLACED_BYTES,
+    SHINGLES,
+    SIMHASH,
+    SKETCH,
+    TEXT,
+    TEXT_IS_NULL,
+)
 from neardup_spark.config import DedupeConfig
-from neardup_spark.kernels.normalize import normalize_texts
-from neardup_spark.kernels.shingles import char_unit_mask
-from neardup_spark.stages.fingerprint import decode_utf8, fingerprint_batch_fn, fingerprint_schema
-from neardup_spark.stages.simhash import simhash_columns_fn, simhash_schema
-from neardup_spark.stages.sketch import minhash_sets_fn, sketch_columns_fn, sketch_schema
-
-# The bulky MinHash columns: a shingle set is ~4 KB for a 500-word page.
-SET_COLUMNS = frozenset({SHINGLES, SKETCH})
+from neardup_spark.kernels.normalize import NormalizeOptions
 
 
-def _method_fields(
-    config: DedupeConfig, id_type: T.DataType, with_sets: bool
-) -> list[T.StructField]:
-    if config.method == "minhash":
-        return [
-            f for f in sketch_schema(id_type).fields[1:] if with_sets or f.name not in SET_COLUMNS
+def text_schema(id_type: T.DataType) -> T.StructType:
+    """Output schema of :func:`text_features`."""
+    return T.StructType(
+        [
+            T.StructField(DOC_ID, id_type, False),
+            T.StructField(TEXT_IS_NULL, T.BooleanType(), False),
+            T.StructField(HAS_TEXT, T.BooleanType(), False),
+            T.StructField(N_CHARS, T.IntegerType(), False),
+            T.StructField(N_WORDS, T.IntegerType(), False),
+            T.StructField(EXACT_FP, T.LongType(), False),
+            T.StructField(NORMALIZED, T.StringType(), True),
+            T.StructField(CHAR_UNIT, T.BooleanType(), False),
+            T.StructField(REPLACED_BYTES, T.IntegerType(), False),
         ]
-    if config.method == "simhash":
-        return list(simhash_schema(id_type).fields[1:])
-    return []
+    )
+
+
+def minhash_schema(id_type: T.DataType) -> T.StructType:
+    """Output schema of :func:`minhash_sketch`."""
+    return T.StructType(
+        [
+            T.StructField(DOC_ID, id_type, False),
+            T.StructField(SHINGLES, T.BinaryType(), False),
+            T.StructField(SKETCH, T.BinaryType(), False),
+            T.StructField(BAND_KEYS, T.ArrayType(T.LongType(), False), False),
+        ]
+    )
+
+
+def simhash_schema(id_type: T.DataType) -> T.StructType:
+    """The SimHash columns of :func:`document_features`."""
+    return T.StructType(
+        [
+            T.StructField(DOC_ID, id_type, False),
+            T.StructField(SIMHASH, T.LongType(), False),
+            T.StructField(BAND_KEYS, T.ArrayType(T.LongType(), False), False),
+        ]
+    )
 
 
 def documents_schema(
@@ -43,88 +79,83 @@ def documents_schema(
 ) -> T.StructType:
     """Output schema of :func:`document_features`."""
     fields = [
-        f
-        for f in fingerprint_schema(id_type).fields
-        if f.name != NORMALIZED or config.exact_compare_text
+        f for f in text_schema(id_type).fields if f.name != NORMALIZED or config.exact_compare_text
     ]
-    return T.StructType(fields + _method_fields(config, id_type, with_sets))
-
-
-def documents_columns_fn(
-    config: DedupeConfig, with_sets: bool = True
-) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
-    """One batch of ``doc_id``, ``text`` -> its :func:`documents_schema` columns; captures plain
-    parameters only."""
-    fingerprint_columns = fingerprint_batch_fn(config.normalize, config.shingle_unit)
-    method_columns: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None
     if config.method == "minhash":
-        method_columns = sketch_columns_fn(config)
+        fields += [
+            f for f in minhash_schema(id_type).fields[1:] if with_sets or f.name not in SET_COLUMNS
+        ]
     elif config.method == "simhash":
-        method_columns = simhash_columns_fn(config)
-    keep_normalized = config.exact_compare_text
+        fields += simhash_schema(id_type).fields[1:]
+    return T.StructType(fields)
+
+
+def _with_hook(per_batch: BatchFn, before_batch: Callable[[], None] | None) -> BatchFn:
+    if before_batch is None:
+        return per_batch
 
     def run(batch: pa.RecordBatch) -> pa.RecordBatch:
-        fingerprinted = fingerprint_columns(batch)
-        names = [n for n in fingerprinted.schema.names if n != NORMALIZED or keep_normalized]
-        columns = [fingerprinted.column(n) for n in names]
-        if method_columns is not None:
-            sketched = method_columns(fingerprinted)
-            extra = [
-                n
-                for n in sketched.schema.names
-                if n != DOC_ID and (with_sets or n not in SET_COLUMNS)
-            ]
-            names += extra
-            columns += [sketched.column(n) for n in extra]
-        return pa.RecordBatch.from_arrays(columns, names=names)
-
-    return run
-
-
-def shingle_sets_fn(config: DedupeConfig) -> Callable[[pa.Array], tuple[pa.Array, pa.Array]]:
-    """Texts -> their ``shingles`` and ``sketch`` columns, the values :func:`documents_columns_fn`
-    computes for them (MinHash), without the columns verification does not read (exact
-    fingerprint, counts, band keys: ~8 of ~55 us a page)."""
-    options, unit = config.normalize, config.shingle_unit
-    sets_of = minhash_sets_fn(config)
-
-    def run(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
-        normalized = normalize_texts(decode_utf8(texts)[0], options)
-        offsets, shingles, sketches = sets_of(normalized, char_unit_mask(normalized, unit))
-        return binary_from_csr(offsets, shingles), binary_from_rows(sketches)
-
-    return run
-
-
-def documents_batch_fn(
-    config: DedupeConfig, with_sets: bool = True
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function of :func:`document_features`."""
-    per_batch = documents_columns_fn(config, with_sets)
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return map(per_batch, batches)
+        before_batch()
+        return per_batch(batch)
 
     return run
 
 
 def document_features(
-    config: DedupeConfig, with_sets: bool = True
+    config: DedupeConfig,
+    with_sets: bool = True,
+    before_batch: Callable[[], None] | None = None,
 ) -> Callable[[DataFrame], DataFrame]:
-    """Documents -> one row each with fingerprints and the method's sketch, for ``df.transform``.
+    """Documents -> one row each with text features and the method's sketch, for
+    ``df.transform``.
 
     Input columns: ``doc_id``, ``text``. Output columns (:func:`documents_schema`): those of
-    :func:`~neardup_spark.stages.fingerprint.fingerprint` (``normalized`` only with
-    ``exact_compare_text``), then for ``minhash`` those of
-    :func:`~neardup_spark.stages.sketch.sketch` (``shingles``, ``sketch``, ``band_keys``), for
-    ``simhash`` those of :func:`~neardup_spark.stages.simhash.simhash_sketch` (``simhash``,
-    ``band_keys``), for ``exact`` nothing more. Without ``with_sets`` the MinHash rows leave out
-    ``shingles`` and ``sketch``: the job keeps the narrow table for all documents and recomputes
-    the sets of the few candidate documents when it verifies them.
+    :func:`text_features` (``normalized`` only with ``exact_compare_text``), then for ``minhash``
+    those of :func:`minhash_sketch` (``shingles``, ``sketch``, ``band_keys``), for ``simhash``
+    ``simhash`` and ``band_keys``, for ``exact`` nothing more. Without ``with_sets`` the MinHash
+    rows leave out ``shingles`` and ``sketch``: the job keeps this narrow table for all
+    documents and recomputes the sets of the few candidate documents when it verifies them.
+    ``before_batch`` (a picklable function) runs on the executor before each batch.
     """
 
     def transform(docs: DataFrame) -> DataFrame:
         schema = documents_schema(config, docs.schema[DOC_ID].dataType, with_sets)
-        return docs.select(DOC_ID, TEXT).mapInArrow(documents_batch_fn(config, with_sets), schema)
+        per_batch = _with_hook(documents_columns_fn(config, with_sets), before_batch)
+        return docs.select(DOC_ID, TEXT).mapInArrow(over_batches(per_batch), schema)
+
+    return transform
+
+
+def text_features(
+    options: NormalizeOptions, shingle_unit: str = "auto"
+) -> Callable[[DataFrame], DataFrame]:
+    """Documents -> one text-feature row each, for ``df.transform``.
+
+    Input columns: ``doc_id``, ``text`` (string, or binary decoded as UTF-8 with replacement).
+    Output columns (:func:`text_schema`): see
+    :func:`~neardup_spark.batch.text.text_columns_fn`.
+    """
+
+    def transform(docs: DataFrame) -> DataFrame:
+        schema = text_schema(docs.schema[DOC_ID].dataType)
+        per_batch = text_columns_fn(options, shingle_unit)
+        return docs.select(DOC_ID, TEXT).mapInArrow(over_batches(per_batch), schema)
+
+    return transform
+
+
+def minhash_sketch(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
+    """Normalised documents -> MinHash sketches and band keys, for ``df.transform``.
+
+    Input columns: ``doc_id`` (string or integer), ``normalized`` (string, nullable) and
+    ``char_unit`` (bool), as :func:`text_features` writes them. Output columns
+    (:func:`minhash_schema`): see :func:`~neardup_spark.batch.minhash.minhash_columns_fn`.
+    """
+
+    def transform(docs: DataFrame) -> DataFrame:
+        schema = minhash_schema(docs.schema[DOC_ID].dataType)
+        return docs.select(DOC_ID, NORMALIZED, CHAR_UNIT).mapInArrow(
+            over_batches(minhash_columns_fn(config)), schema
+        )
 
     return transform

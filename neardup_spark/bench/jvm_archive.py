@@ -1,0 +1,67 @@
+"""Building the JVM class archive (``neardup jvm-archive``; ``make bench`` builds it first).
+
+A child process runs a small dedupe in a JVM that dumps the classes it loaded at exit
+(``-XX:ArchiveClassesAtExit``); the archive is renamed into place only after that JVM exited,
+because a truncated archive crashes the JVM that maps it. See
+:mod:`neardup_spark.runtime.jvm_archive` for where it lives and how sessions map it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from pyspark import SparkContext
+
+from neardup_spark.bench.processes import neardup_command
+from neardup_spark.config import DedupeConfig, SessionSettings
+from neardup_spark.pipeline.dedupe import run
+from neardup_spark.quality.generate import write_corpus
+from neardup_spark.runtime.jvm_archive import ARCHIVE_ENV, QUIET_OPTIONS, archive_path
+from neardup_spark.runtime.session import LOCAL_DEFAULTS, build_session
+
+_BUILD_DOCS = 3000  # enough for every stage of the job to run and load its classes
+
+
+def build(path: Path | None = None, force: bool = False) -> Path:
+    """Build the archive at ``path`` (default :func:`archive_path`) unless it exists."""
+    path = path if path is not None else archive_path()
+    if path is None:
+        raise RuntimeError(f"no archive path: Java not found, or {ARCHIVE_ENV}=off")
+    if path.is_file() and not force:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.part")
+    try:
+        subprocess.run(
+            [*neardup_command(), "jvm-archive", "--dump", str(partial)],
+            check=True,
+            env={**os.environ, ARCHIVE_ENV: "off"},
+        )
+        if not partial.is_file() or partial.stat().st_size == 0:
+            raise RuntimeError(f"the JVM wrote no class archive at {partial}")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
+
+
+def dump(target: str) -> None:
+    """Run a small dedupe in a JVM that archives its classes at exit; return once it exited."""
+    base = LOCAL_DEFAULTS["spark.driver.extraJavaOptions"]
+    options = f"{base} -XX:ArchiveClassesAtExit={target} {QUIET_OPTIONS}"
+    settings = SessionSettings(master="local[2]", spark={"spark.driver.extraJavaOptions": options})
+    with tempfile.TemporaryDirectory(prefix="neardup-jvm-archive-") as work:
+        write_corpus(str(Path(work, "sample")), _BUILD_DOCS, seed=1, mean_words=200)
+        spark = build_session(settings, app_name="neardup-jvm-archive")
+        run(spark, str(Path(work, "sample", "corpus")), str(Path(work, "out")), DedupeConfig())
+        spark.stop()
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is not None:
+        gateway.shutdown()
+    if proc is not None:  # EOF on its stdin makes the JVM exit, writing the archive first
+        proc.stdin.close()
+        proc.wait(timeout=300)

@@ -1,0 +1,108 @@
+"""The ``neardup`` command: one adapter module per subcommand registers its options; this
+module parses, configures logging, runs the command and maps errors to exit codes.
+
+Exit codes: 0 success, 2 user error (bad arguments, input or output location; no traceback),
+1 job failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from neardup_spark.cli import (
+    bench,
+    dedupe,
+    eval_extract,
+    evaluate,
+    explain,
+    fingerprint,
+    generate,
+    index,
+    ingest,
+    jvm_archive,
+    report,
+)
+from neardup_spark.cli.options import CliParser
+from neardup_spark.errors import EXIT_FAILURE, EXIT_USER_ERROR, UserError
+
+log = logging.getLogger("neardup_spark")
+
+# In the order `neardup --help` lists them.
+SUBCOMMANDS = (
+    dedupe,
+    index,
+    fingerprint,
+    report,
+    explain,
+    bench,
+    ingest,
+    evaluate,
+    generate,
+    jvm_archive,
+    eval_extract,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = CliParser(prog="neardup", description="Near-duplicate detection on Spark.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log each stage")
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=CliParser, metavar="COMMAND"
+    )
+    for command in SUBCOMMANDS:
+        command.register(sub)
+    return parser
+
+
+def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command, mapping errors to exit codes."""
+    try:
+        return func(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception:
+        log.exception("the job failed")
+        return EXIT_FAILURE
+
+
+def configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # One parsable line per stage (stage=NAME rows=N seconds=S) even without --verbose.
+    logging.getLogger("neardup_spark.progress").setLevel(logging.INFO)
+
+
+def parse_and_run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    try:
+        args = parser.parse_args(argv)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    configure_logging(args.verbose)
+    return run_command(args.func, args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``neardup ARGS``; returns the exit code."""
+    return parse_and_run(build_parser(), argv)
+
+
+def job_main(command: str, argv: Sequence[str], prog: str) -> int:
+    """A spark-submit entry point (``jobs/*.py``): the subcommand ``command``'s options, parsed
+    from ``argv`` under the name ``prog``."""
+    parser = CliParser(prog=prog)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log each stage")
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=CliParser, metavar="COMMAND"
+    )
+    next(c for c in SUBCOMMANDS if c.__name__.endswith(f".{command}")).register(sub)
+    return parse_and_run(parser, [command, *argv])

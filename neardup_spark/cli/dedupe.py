@@ -1,0 +1,187 @@
+"""``neardup dedupe INPUT OUTPUT`` (and ``--index DIR`` for nightly runs); ``jobs/dedupe.py``
+takes the same options."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from typing import Any
+
+from neardup_spark.cli.options import (
+    METHOD_OPTIONS,
+    add_method_options,
+    add_settings_options,
+    settings_from_args,
+)
+from neardup_spark.config import REPRESENTATIVE_RULES, JobSettings
+from neardup_spark.errors import EXIT_OK, UserError
+from neardup_spark.nightly.run import check_incremental_config, run_incremental
+from neardup_spark.pipeline.dedupe import run
+from neardup_spark.runtime.session import build_session
+
+log = logging.getLogger(__name__)
+
+
+def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``neardup dedupe`` and ``jobs/dedupe.py``."""
+    parser.add_argument("input", help="Parquet file or directory (any path Spark reads)")
+    parser.add_argument(
+        "output",
+        help="output directory (clusters/, pairs/, deduplicated/, report.json)",
+    )
+    add_settings_options(parser, master=False)
+    add_method_options(parser)
+    parser.add_argument(
+        "--representative",
+        choices=REPRESENTATIVE_RULES,
+        help="which member represents a cluster (default smallest_id)",
+    )
+    parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished run"
+    )
+    parser.add_argument(
+        "--skip-corrupt",
+        action="store_true",
+        default=None,
+        help="leave out unreadable Parquet files (listed in report.json) instead of exit 2",
+    )
+    parser.add_argument(
+        "--no-report",
+        action="store_true",
+        help="do not write OUTPUT/report.html (figures and the largest clusters)",
+    )
+    parser.add_argument(
+        "--index",
+        metavar="DIR",
+        help="nightly run: dedupe INPUT (the new documents) against the index at DIR (created "
+        "when absent) and add it; OUTPUT gets the batch's clusters/, pairs/, changed_clusters/, "
+        "deduplicated/ (minhash only; no report.html)",
+    )
+    parser.add_argument(
+        "--index-buckets",
+        type=int,
+        metavar="N",
+        help="buckets of a new index (default 32); an existing index keeps its own "
+        "(`neardup index compact DIR --buckets N` changes it)",
+    )
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("dedupe", help="find near-duplicate clusters in a Parquet corpus")
+    add_dedupe_options(parser)
+    parser.set_defaults(func=run_dedupe)
+
+
+def job_settings(args: argparse.Namespace) -> JobSettings:
+    return settings_from_args(args, *METHOD_OPTIONS, "representative", "master", "skip_corrupt")
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    """What ``neardup dedupe`` prints."""
+    counts = report["counts"]
+    return [
+        f"documents in      {counts['input_rows']:,}",
+        f"clusters          {counts['clusters']:,}",
+        f"duplicates removed {counts['removed']:,}",
+        f"exact copies      {counts['exact_copies']:,}",
+        f"near-dup pairs    {counts['near_pairs']:,} verified "
+        f"of {counts['candidate_pairs']:,} candidates",
+        f"wall time         {report['wall_seconds']:.1f} s "
+        f"(+ {report.get('spark_start_seconds', 0):.1f} s Spark start-up)",
+        f"throughput        {report['docs_per_second']:,.0f} docs/s",
+        f"output            {report['output']}",
+    ]
+
+
+def run_dedupe(args: argparse.Namespace) -> int:
+    job = job_settings(args)
+    if args.index:
+        return run_nightly(args, job)
+    if args.index_buckets is not None:
+        raise UserError("--index-buckets needs --index DIR")
+    log.info("config: %s", job.to_dict())
+    started = time.perf_counter()
+    spark = build_session(job.session)
+    spark_start = time.perf_counter() - started
+    try:
+        report = run(
+            spark,
+            args.input,
+            args.output,
+            job.dedupe,
+            overwrite=args.overwrite,
+            session=job.session,
+        )
+    finally:
+        spark.stop()
+    report["spark_start_seconds"] = round(spark_start, 2)
+    print("\n".join(summary_lines(report)))
+    if not args.no_report:
+        write_html_report(args.output, args.input)
+    return EXIT_OK
+
+
+def write_html_report(output: str, input_path: str) -> None:
+    """``report.html`` next to a finished run; a problem is only a warning (the run succeeded).
+    The report's plotting stack is imported only here, after the run (heavy, and not needed by
+    the run itself)."""
+    try:
+        from neardup_spark.report.html import write_report  # deferred on purpose: see above
+
+        path = write_report(output, input_path)
+    except Exception as exc:  # the run succeeded; a report problem must not fail it
+        log.warning("report not written (%s); try `neardup report %s`", exc, output)
+    else:
+        print(f"report            {path}")
+
+
+def nightly_summary_lines(report: dict[str, Any]) -> list[str]:
+    """What ``neardup dedupe NEW OUTPUT --index DIR`` prints."""
+    counts = report.get("counts", {})
+    index = report.get("index", {})
+    lines = [
+        f"new documents     {counts.get('input_rows', 0):,} "
+        f"({counts.get('replaced', 0):,} re-crawled)",
+        f"kept (new)        {counts.get('deduplicated', 0):,}",
+        f"seen before       {counts.get('joined_existing', 0):,} joined indexed clusters "
+        f"({counts.get('touched_clusters', 0):,} clusters touched)",
+        f"exact copies      {counts.get('exact_copies', 0):,}",
+        f"near-dup pairs    {counts.get('near_pairs', 0):,} verified "
+        f"of {counts.get('candidate_pairs', 0):,} candidates",
+        f"clusters merged   {counts.get('merged_clusters', 0):,}",
+        f"index             {index.get('documents', 0):,} documents, "
+        f"{index.get('clusters', 0):,} clusters, version {index.get('version')}",
+        f"wall time         {report.get('wall_seconds', 0):.1f} s "
+        f"(+ {report.get('spark_start_seconds', 0):.1f} s Spark start-up)",
+        f"output            {report.get('output')}",
+    ]
+    if report.get("already_committed"):
+        lines.insert(0, f"batch {report.get('run_id')} was already indexed: nothing added")
+    return lines
+
+
+def run_nightly(args: argparse.Namespace, job: JobSettings) -> int:
+    """``neardup dedupe NEW OUTPUT --index DIR``: a nightly run (no report.html)."""
+    config = check_incremental_config(job.dedupe)  # unsupported: exit 2 before Spark starts
+    log.info("config: %s", job.to_dict())
+    started = time.perf_counter()
+    spark = build_session(job.session)
+    spark_start = time.perf_counter() - started
+    try:
+        report = run_incremental(
+            spark,
+            args.input,
+            args.output,
+            args.index,
+            config,
+            overwrite=args.overwrite,
+            buckets=args.index_buckets,
+            session=job.session,
+        )
+    finally:
+        spark.stop()
+    report["spark_start_seconds"] = round(spark_start, 2)
+    print("\n".join(nightly_summary_lines(report)))
+    return EXIT_OK

@@ -1,0 +1,78 @@
+"""Options shared by several subcommands, and the parser that turns argparse's errors into
+user errors (exit 2, one line)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from neardup_spark.config import METHODS, JobSettings, load_settings
+from neardup_spark.errors import UserError
+
+
+class CliParser(argparse.ArgumentParser):
+    """argparse that reports errors as a UserError (exit 2, one clear line)."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise UserError(f"{self.prog}: {message}")
+
+
+def add_settings_options(parser: argparse.ArgumentParser, master: bool = True) -> None:
+    """``--config FILE``, ``--set KEY=VALUE`` (both repeatable) and ``--master``."""
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="YAML settings layered over the defaults (repeatable)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override one setting, e.g. --set normalize.casefold=false or "
+        "--set spark.driver.memory=4g (repeatable)",
+    )
+    if master:
+        parser.add_argument(
+            "--master", help="Spark master URL (default local[*]; spark-submit's wins)"
+        )
+
+
+def add_method_options(parser: argparse.ArgumentParser) -> None:
+    """The dedupe settings that have an option of their own (dedupe, explain)."""
+    parser.add_argument("--method", choices=METHODS, help="dedupe method (default minhash)")
+    parser.add_argument("--id-col", help="id column (default id)")
+    parser.add_argument("--text-col", help="text column (default text)")
+    parser.add_argument("--ngram", type=int, help="words per shingle (default 5)")
+    parser.add_argument("--num-perm", type=int, help="MinHash sketch size (default 200)")
+    parser.add_argument("--threshold", type=float, help="Jaccard a pair must reach (default 0.8)")
+    parser.add_argument("--bands", type=int, help="LSH bands (default: derived from the threshold)")
+    parser.add_argument("--rows", type=int, help="rows per LSH band (with --bands)")
+    parser.add_argument("--seed", type=int, help="seed of the MinHash permutations (default 42)")
+    parser.add_argument("--hamming-k", type=int, help="simhash: max differing bits (default 3)")
+    parser.add_argument("--blocks", type=int, help="simhash: blocks per fingerprint (default 6)")
+
+
+METHOD_OPTIONS = (
+    "method",
+    "id_col",
+    "text_col",
+    "ngram",
+    "num_perm",
+    "threshold",
+    "bands",
+    "rows",
+    "seed",
+    "hamming_k",
+    "blocks",
+)
+
+
+def settings_from_args(args: argparse.Namespace, *names: str) -> JobSettings:
+    """The settings of ``--config``, ``--set`` and the options ``names`` (attributes of ``args``
+    named as the settings), resolved once."""
+    options = {name: getattr(args, name, None) for name in names}
+    return load_settings(args.config, args.overrides, options)

@@ -1,0 +1,1 @@
+"""WARC/WET ingest: crawl records into the Parquet corpus dedupe reads."""

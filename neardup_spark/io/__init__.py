@@ -1,0 +1,1 @@
+"""Storage: reading and checking the corpus, writing outputs (staged, then committed)."""

@@ -1,0 +1,227 @@
+"""One file-system layer: local paths through the OS (atomic ``os.replace``), anything else
+(HDFS, object stores) through Hadoop's FileSystem API in the JVM; PyArrow file systems for
+driver-side reading without Spark (reports, evaluation, ingest)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+import pyarrow.fs as pafs
+from pyspark.sql import SparkSession
+
+
+def pyarrow_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    """A PyArrow file system and the path inside it (local paths are made absolute)."""
+    if "://" in path:
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def hadoop_path(spark: SparkSession, path: str) -> Any:
+    """The JVM's ``org.apache.hadoop.fs.Path`` for ``path``."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a live SparkContext has its gateway
+    return jvm.org.apache.hadoop.fs.Path(path)
+
+
+def hadoop_filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    """The JVM's ``(FileSystem, Path)`` for ``path``."""
+    hpath = hadoop_path(spark, path)
+    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
+
+
+def is_local(path: str) -> bool:
+    """True for a plain path or a ``file:`` URI."""
+    scheme = urlparse(path).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def join(root: str, *parts: str) -> str:
+    """``root/part/...`` for paths and URIs alike."""
+    return "/".join([root.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def sibling(path: str, name: str) -> str:
+    """A path next to ``path`` called ``name``."""
+    trimmed = path.rstrip("/")
+    parent, _, _ = trimmed.rpartition("/")
+    if not parent and not trimmed.startswith("/"):
+        return name
+    return f"{parent}/{name}"
+
+
+def basename(path: str) -> str:
+    return path.rstrip("/").rpartition("/")[2]
+
+
+def parent(path: str) -> str:
+    """The directory holding ``path`` (``.`` for a bare relative name)."""
+    trimmed = path.rstrip("/")
+    head, sep, _ = trimmed.rpartition("/")
+    if not sep:
+        return "."
+    return head or "/"
+
+
+class Storage(Protocol):
+    """The few file-system operations the index and the published outputs need."""
+
+    def exists(self, path: str) -> bool: ...
+
+    def list(self, path: str) -> list[str]: ...
+
+    def read_text(self, path: str) -> str | None: ...
+
+    def write_text(self, path: str, text: str) -> None: ...
+
+    def replace_text(self, path: str, text: str) -> None: ...
+
+    def rename(self, src: str, dst: str) -> None: ...
+
+    def delete(self, path: str) -> None: ...
+
+
+class LocalStorage:
+    """Local paths (``/x``, ``x``, ``file:/x``) through the OS."""
+
+    @staticmethod
+    def local_path(path: str) -> Path:
+        parsed = urlparse(path)
+        return Path(parsed.path if parsed.scheme == "file" else path)
+
+    def exists(self, path: str) -> bool:
+        return self.local_path(path).exists()
+
+    def list(self, path: str) -> list[str]:
+        p = self.local_path(path)
+        return sorted(os.listdir(p)) if p.is_dir() else []
+
+    def read_text(self, path: str) -> str | None:
+        try:
+            return self.local_path(path).read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def write_text(self, path: str, text: str) -> None:
+        p = self.local_path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def replace_text(self, path: str, text: str) -> None:
+        """Write ``text`` to a temporary file, then rename it over ``path`` (atomic)."""
+        p = self.local_path(path)
+        tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex[:8]}.tmp")
+        self.write_text(str(tmp), text)
+        os.replace(tmp, p)
+        dir_fd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.rename(self.local_path(src), self.local_path(dst))
+
+    def delete(self, path: str) -> None:
+        p = self.local_path(path)
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+
+
+class HadoopStorage:
+    """Any Hadoop-supported file system (HDFS, object stores) through the JVM."""
+
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        self._jvm = jvm
+        gateway = spark.sparkContext._gateway
+        assert gateway is not None
+        self._gateway = gateway
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+        self._fs = jvm.org.apache.hadoop.fs.Path(root).getFileSystem(self._conf)
+
+    def _path(self, path: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(path)
+
+    def exists(self, path: str) -> bool:
+        return bool(self._fs.exists(self._path(path)))
+
+    def list(self, path: str) -> list[str]:
+        if not self.exists(path):
+            return []
+        return sorted(str(s.getPath().getName()) for s in self._fs.listStatus(self._path(path)))
+
+    def read_text(self, path: str) -> str | None:
+        if not self.exists(path):
+            return None
+        stream = self._fs.open(self._path(path))
+        try:
+            reader = self._jvm.java.io.BufferedReader(
+                self._jvm.java.io.InputStreamReader(stream, "UTF-8")
+            )
+            lines = []
+            line = reader.readLine()
+            while line is not None:
+                lines.append(line)
+                line = reader.readLine()
+            return "\n".join(lines) + ("\n" if lines else "")
+        finally:
+            stream.close()
+
+    def write_text(self, path: str, text: str) -> None:
+        stream = self._fs.create(self._path(path), True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
+    def replace_text(self, path: str, text: str) -> None:
+        tmp = sibling(path, f".{basename(path)}.{uuid.uuid4().hex[:8]}.tmp")
+        self.write_text(tmp, text)
+        fs_pkg = self._jvm.org.apache.hadoop.fs
+        context = fs_pkg.FileContext.getFileContext(self._path(path).toUri(), self._conf)
+        options = self._gateway.new_array(fs_pkg.Options.Rename, 1)
+        options[0] = fs_pkg.Options.Rename.OVERWRITE
+        context.rename(self._path(tmp), self._path(path), options)
+
+    def rename(self, src: str, dst: str) -> None:
+        if not self._fs.rename(self._path(src), self._path(dst)):
+            raise OSError(f"cannot rename {src} to {dst}")
+
+    def delete(self, path: str) -> None:
+        self._fs.delete(self._path(path), True)
+
+
+def storage_for(spark: SparkSession, path: str) -> Storage:
+    """The :class:`Storage` serving ``path``."""
+    return LocalStorage() if is_local(path) else HadoopStorage(spark, path)
+
+
+def copy_tree(spark: SparkSession, src: str, dst: str) -> None:
+    """Copy a file or directory tree (across file systems too)."""
+    if is_local(src) and is_local(dst):
+        s, d = LocalStorage.local_path(src), LocalStorage.local_path(dst)
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if s.is_dir():
+            shutil.copytree(s, d)
+        else:
+            shutil.copy2(s, d)
+        return
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    src_path, dst_path = jvm.org.apache.hadoop.fs.Path(src), jvm.org.apache.hadoop.fs.Path(dst)
+    src_fs, dst_fs = src_path.getFileSystem(conf), dst_path.getFileSystem(conf)
+    if not jvm.org.apache.hadoop.fs.FileUtil.copy(src_fs, src_path, dst_fs, dst_path, False, conf):
+        raise OSError(f"cannot copy {src} to {dst}")

@@ -1,0 +1,162 @@
+"""Output directories: checked, written under a staging directory, then committed.
+
+A run writes everything under ``OUTPUT/_staging/RUN_ID/`` and :meth:`OutputDir.commit` moves it
+into place: ``_SUCCESS`` is removed first and written last, so a reader (or a rerun) never takes
+a half-replaced OUTPUT for a finished one, and a run killed at any point leaves the previous
+outputs intact. Paths go through Hadoop's FileSystem API (local, HDFS, object stores).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from neardup_spark.errors import UserError
+from neardup_spark.io.filesystem import hadoop_filesystem, hadoop_path
+
+log = logging.getLogger(__name__)
+
+SUCCESS_MARKER = "_SUCCESS"
+REPORT_FILE = "report.json"
+CHECKPOINT_DIR = "_checkpoints"
+STAGING_DIR = "_staging"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True)
+class OutputLayout:
+    """What one kind of run writes into its OUTPUT."""
+
+    # What a commit moves from the staging directory into OUTPUT, in this order.
+    committed: tuple[str, ...]
+    # Written next to them after the run (report.html), replaced by the next commit.
+    extra: tuple[str, ...] = ()
+    # The kind of run, for messages ("run", "ingest").
+    kind: str = "run"
+
+    @property
+    def known_entries(self) -> frozenset[str]:
+        """What a run of ours may leave in OUTPUT; anything else there means the path is
+        someone else's."""
+        return frozenset(
+            {
+                *self.committed,
+                *self.extra,
+                SUCCESS_MARKER,
+                CHECKPOINT_DIR,
+                STAGING_DIR,
+                MANIFEST_FILE,
+            }
+        )
+
+
+# A dedupe run's output contract (and a nightly run's, which adds changed_clusters/).
+DEDUPE_LAYOUT = OutputLayout(
+    committed=("clusters", "pairs", "deduplicated", "changed_clusters", REPORT_FILE),
+    extra=("report.html",),
+)
+
+
+class OutputDir:
+    """An output directory on any Hadoop-supported file system, holding ``layout``'s entries."""
+
+    def __init__(
+        self, spark: SparkSession, path: str, layout: OutputLayout = DEDUPE_LAYOUT
+    ) -> None:
+        self.path = path
+        self.layout = layout
+        self._spark = spark
+        self._fs, self._root = hadoop_filesystem(spark, path)
+
+    def child(self, name: str) -> str:
+        return self.path.rstrip("/") + "/" + name
+
+    def _path(self, name: str) -> Any:
+        return hadoop_path(self._spark, self.child(name))
+
+    def exists(self, name: str | None = None) -> bool:
+        return bool(self._fs.exists(self._root if name is None else self._path(name)))
+
+    def delete(self, name: str | None = None) -> None:
+        self._fs.delete(self._root if name is None else self._path(name), True)
+
+    def entries(self) -> list[str]:
+        if not self.exists():
+            return []
+        return [status.getPath().getName() for status in self._fs.listStatus(self._root)]
+
+    def prepare(self, overwrite: bool) -> None:
+        """Check OUTPUT may be written: refuse a finished run unless ``overwrite``, refuse a
+        directory holding files a run of ours would not write, and clear a stale staging area.
+
+        Nothing of a previous run is deleted here: new outputs are staged and replace the old
+        ones only at :meth:`commit`, so a run killed at any point leaves them as they were.
+        """
+        if self.exists() and not self._fs.getFileStatus(self._root).isDirectory():
+            raise UserError(f"output {self.path} exists and is a file")
+        foreign = sorted(set(self.entries()) - self.layout.known_entries)
+        if foreign:
+            raise UserError(
+                f"output {self.path} exists and holds files this job did not write "
+                f"({', '.join(foreign[:5])}); choose an empty or new directory"
+            )
+        if self.exists(SUCCESS_MARKER) and not overwrite:
+            raise UserError(
+                f"output {self.path} already holds a finished {self.layout.kind}; pass "
+                "--overwrite to replace it"
+            )
+        for stale in (STAGING_DIR, CHECKPOINT_DIR):
+            if self.exists(stale):
+                log.info("removing %s left by an unfinished run", self.child(stale))
+                self.delete(stale)
+
+    def staging(self, run_id: str) -> OutputDir:
+        """The directory a run writes into before :meth:`commit`."""
+        return OutputDir(self._spark, self.child(f"{STAGING_DIR}/{run_id}"), self.layout)
+
+    def commit(self, staged: OutputDir, manifest: dict[str, Any] | None) -> None:
+        """Replace OUTPUT's contents by the staged run: ``_SUCCESS`` goes first and comes back
+        last, so a reader (or a rerun) never takes a half-replaced OUTPUT for a finished one."""
+        if self.exists(SUCCESS_MARKER):
+            self.delete(SUCCESS_MARKER)
+        for name in (*self.layout.committed, MANIFEST_FILE, *self.layout.extra):
+            if self.exists(name):
+                self.delete(name)
+        for name in self.layout.committed:
+            if staged.exists(name):
+                self._fs.rename(staged._path(name), self._path(name))
+        if manifest is not None:
+            self.write_json(MANIFEST_FILE, manifest)
+        self.mark_success()
+        self.delete(STAGING_DIR)
+
+    def write_text(self, name: str, text: str) -> None:
+        stream = self._fs.create(self._path(name), True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
+    def file_listing(self, paths: list[str]) -> list[dict[str, Any]]:
+        """Size and modification time of each path (for manifests)."""
+        out = []
+        for path in paths:
+            status = self._fs.getFileStatus(hadoop_path(self._spark, path))
+            out.append(
+                {
+                    "path": path,
+                    "bytes": int(status.getLen()),
+                    "mtime": int(status.getModificationTime()),
+                }
+            )
+        return out
+
+    def write_json(self, name: str, data: dict[str, Any]) -> None:
+        self.write_text(name, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+    def mark_success(self) -> None:
+        self.write_text(SUCCESS_MARKER, "")

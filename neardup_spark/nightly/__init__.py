@@ -1,0 +1,1 @@
+"""Nightly runs against a persistent index (`dedupe --index DIR`) and its housekeeping."""

@@ -1,0 +1,184 @@
+"""The dedupe run: ``dedupe(df, config)`` (the Python API) chains the steps of
+:mod:`neardup_spark.pipeline.steps`; ``run(spark, input, output, config)`` (the command line's
+path) reads the corpus, calls it and writes the output contract."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from neardup_spark import __version__
+from neardup_spark.config import DedupeConfig, SessionSettings
+from neardup_spark.errors import UserError
+from neardup_spark.io.corpus import as_documents, check_columns, read_corpus
+from neardup_spark.io.output import CHECKPOINT_DIR, REPORT_FILE, OutputDir
+from neardup_spark.pipeline.execution import (
+    grouped_input,
+    local_checkpoint,
+    reliable_checkpoint,
+    run_alongside,
+    run_together,
+    start_python_workers,
+)
+from neardup_spark.pipeline.reporting import StageTimer
+from neardup_spark.pipeline.steps import (
+    cluster_members,
+    document_table,
+    exact_copy_pairs,
+    near_duplicate_pairs,
+    output_tables,
+    run_report,
+    union_pairs,
+)
+
+
+@dataclass
+class DedupeResult:
+    """What a dedupe computes. The DataFrames read persisted intermediate data: call
+    :meth:`release` when done with them."""
+
+    clusters: DataFrame
+    pairs: DataFrame
+    deduplicated: DataFrame
+    report: dict[str, Any]
+    persisted: list[DataFrame] = field(default_factory=list, repr=False)
+
+    def release(self) -> None:
+        for df in self.persisted:
+            df.unpersist()
+
+
+def dedupe(
+    df: DataFrame,
+    config: DedupeConfig,
+    checkpoint: Callable[[DataFrame], DataFrame] | None = None,
+    timer: StageTimer | None = None,
+    write_pairs: Callable[[DataFrame], object] | None = None,
+) -> DedupeResult:
+    """Find the near-duplicate clusters of ``df`` (a DataFrame with ``config.id_col`` and
+    ``config.text_col``; other columns are carried into ``deduplicated``).
+
+    ``write_pairs``, if given, writes the pairs table as soon as it is known, alongside the
+    connected components (a single task at most sizes, leaving the other cores free). Arrow
+    batches have the session's size (``spark.sql.execution.arrow.maxRecordsPerBatch``).
+
+    Raises :class:`UserError` for a missing column, a bad type, or null/duplicate ids.
+    """
+    timer = timer or StageTimer()
+    check_columns(df, config.id_col, config.text_col)
+    df, parts = grouped_input(df)  # the per-document pass, verification and deduplicated/ read it
+    features, counts = document_table(df, parts, config, timer)
+    intermediates: list[DataFrame] = []  # released once the pairs are materialised
+    exact, unique_docs = exact_copy_pairs(features, config, timer, counts, intermediates)
+    pair_parts = [exact] if exact is not None else []
+    counts["candidate_pairs"] = counts["near_pairs"] = 0
+    if config.method != "exact":
+        texts = as_documents(df, config.id_col, config.text_col)
+        pair_parts.append(
+            near_duplicate_pairs(features, texts, unique_docs, config, timer, counts, intermediates)
+        )
+    pairs = union_pairs(pair_parts)
+    # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
+    # the two sets are disjoint, so no job is needed to count their union.
+    counts["verified_pairs"] = counts["exact_copies"] + counts["near_pairs"]
+    pairs_written = (
+        run_alongside(df.sparkSession, lambda: write_pairs(pairs)) if write_pairs else None
+    )
+    try:
+        members, rounds = cluster_members(
+            pairs, features, config, timer, counts, checkpoint or local_checkpoint, intermediates
+        )
+    except BaseException:
+        if pairs_written:  # a failed write cancelled the components: report the cause
+            pairs_written()
+        raise
+    if pairs_written:  # before the intermediates it may still read are released
+        with timer.stage("write"):
+            pairs_written()
+    for frame in intermediates:
+        frame.unpersist()
+    clusters, deduplicated = output_tables(df, features, members, config, counts)
+    report = run_report(config, counts, rounds, timer)
+    return DedupeResult(clusters, pairs, deduplicated, report, [features, pairs, members])
+
+
+def run(
+    spark: SparkSession,
+    input_path: str,
+    output_path: str,
+    config: DedupeConfig,
+    overwrite: bool = False,
+    session: SessionSettings | None = None,
+) -> dict[str, Any]:
+    """Read ``input_path``, dedupe, write the output contract under ``output_path``.
+
+    Layout: ``clusters/``, ``pairs/``, ``deduplicated/`` (Parquet), ``report.json``, and
+    ``_SUCCESS`` written last. ``session``, the settings the session was built with, goes into
+    the report's config. Returns the report.
+    """
+    started = time.perf_counter()
+    timer = StageTimer()
+    if input_path.rstrip("/") == output_path.rstrip("/"):
+        raise UserError("the output path must differ from the input path")
+    out = OutputDir(spark, output_path)
+    out.prepare(overwrite)
+    workers_started = start_python_workers(spark)
+    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+    staged = out.staging(run_id)
+    with timer.stage("read"):
+        df, skipped_files = read_corpus(spark, input_path, config.skip_corrupt)
+        check_columns(df, config.id_col, config.text_col)
+    spark.sparkContext.setCheckpointDir(staged.child(CHECKPOINT_DIR))
+    result = dedupe(
+        df,
+        config,
+        checkpoint=reliable_checkpoint,
+        timer=timer,
+        write_pairs=lambda pairs: pairs.write.parquet(staged.child("pairs")),
+    )
+    with timer.stage("write"):
+        run_together(
+            spark,
+            [
+                lambda: result.clusters.write.parquet(staged.child("clusters")),
+                lambda: result.deduplicated.write.parquet(staged.child("deduplicated")),
+            ],
+        )
+    result.release()
+    workers_started()  # long done: the job's Python tasks ran on those workers
+    staged.delete(CHECKPOINT_DIR)
+    wall = time.perf_counter() - started
+    report = dict(result.report)
+    if session is not None:
+        report["config"] = {**config.to_dict(), **session.to_dict()}
+    report.update(
+        {
+            "run_id": run_id,
+            "input": input_path,
+            "output": output_path,
+            "spark": {"version": spark.version, "master": spark.sparkContext.master},
+            "skipped_files": skipped_files,
+            "stage_seconds": timer.seconds,
+            "wall_seconds": round(wall, 3),
+            "docs_per_second": round(report["counts"]["input_rows"] / wall, 1) if wall else None,
+        }
+    )
+    staged.write_json(REPORT_FILE, report)
+    skipped = {s["path"] for s in skipped_files}
+    manifest = {
+        "run_id": run_id,
+        "neardup_spark_version": __version__,
+        "input": input_path,
+        "input_files": out.file_listing([f for f in df.inputFiles() if f not in skipped]),
+        "skipped_files": skipped_files,
+        "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),
+        "counts": report["counts"],
+    }
+    out.commit(staged, manifest)
+    return report

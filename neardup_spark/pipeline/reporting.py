@@ -1,0 +1,93 @@
+"""What a run reports: seconds per stage, input counts, the banding and SimHash sections."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from neardup_spark.columns import CHAR_UNIT, HAS_TEXT, N_WORDS, REPLACED_BYTES, TEXT_IS_NULL
+from neardup_spark.config import DedupeConfig
+from neardup_spark.kernels.lsh import (
+    approximate_threshold,
+    candidate_probability,
+    probability_curve,
+)
+
+progress = logging.getLogger("neardup_spark.progress")
+
+
+@dataclass
+class StageTimer:
+    """Wall seconds per named stage, in the order they ran."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[dict[str, int]]:
+        """Time a stage; the caller may record ``counted["rows"]`` (and other counts)."""
+        counted: dict[str, int] = {}
+        start = time.perf_counter()
+        try:
+            yield counted
+        finally:
+            elapsed = time.perf_counter() - start
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + elapsed, 3)
+            extra = "".join(f" {k}={v}" for k, v in counted.items() if k != "rows")
+            progress.info(
+                "stage=%s rows=%s seconds=%.2f%s", name, counted.get("rows", "-"), elapsed, extra
+            )
+
+
+def input_counts(features: DataFrame, ngram: int, char_ngram: int) -> dict[str, int]:
+    """The report's per-input counts, in one Spark job over the text-feature columns: rows,
+    null, empty and short texts (fewer tokens than a shingle), character-shingled texts, texts
+    with replaced bytes and the bytes replaced."""
+    shortest = F.when(F.col(CHAR_UNIT), char_ngram).otherwise(ngram)
+    row = features.agg(
+        F.count(F.lit(1)).alias("input_rows"),
+        F.sum(F.col(TEXT_IS_NULL).cast("long")).alias("null_texts"),
+        F.sum((~F.col(HAS_TEXT) & ~F.col(TEXT_IS_NULL)).cast("long")).alias("empty_texts"),
+        F.sum(((F.col(N_WORDS) > 0) & (F.col(N_WORDS) < shortest)).cast("long")).alias(
+            "short_texts"
+        ),
+        F.sum(F.col(CHAR_UNIT).cast("long")).alias("char_shingled_texts"),
+        F.sum((F.col(REPLACED_BYTES) > 0).cast("long")).alias("texts_with_replaced_bytes"),
+        F.sum(F.col(REPLACED_BYTES).cast("long")).alias("replaced_bytes"),
+    ).first()
+    assert row is not None  # an aggregate without grouping always has one row
+    return {k: int(v or 0) for k, v in row.asDict().items()}
+
+
+def banding_section(config: DedupeConfig) -> dict[str, Any]:
+    """The report's ``banding``: (b, r), the approximate threshold, the probability of becoming
+    a candidate at the threshold, and the S-curve."""
+    bands, rows = config.banding.bands, config.banding.rows
+    return {
+        "bands": bands,
+        "rows": rows,
+        "approximate_threshold": round(approximate_threshold(bands, rows), 4),
+        "probability_at_threshold": round(
+            float(candidate_probability(config.threshold, bands, rows)), 6
+        ),
+        "curve": probability_curve(bands, rows),
+    }
+
+
+def simhash_section(config: DedupeConfig) -> dict[str, Any]:
+    """The report's ``simhash``: block tables and feature settings."""
+    return {
+        "hamming_k": config.hamming_k,
+        "blocks": config.blocks,
+        "tables": math.comb(config.blocks, config.hamming_k),
+        "features": config.simhash_features,
+        "hash": config.simhash_hash,
+        "weighting": config.simhash_weighting,
+    }

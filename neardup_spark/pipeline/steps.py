@@ -1,0 +1,228 @@
+"""The steps of a dedupe run, each deciding when Spark acts (persist, count) and timing it.
+
+:func:`neardup_spark.pipeline.dedupe.dedupe` chains them. Every step appends what it persists
+to ``intermediates`` (released once the pairs are materialised) or returns it for the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from neardup_spark import __version__
+from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID, HAMMING, JACCARD
+from neardup_spark.config import DedupeConfig
+from neardup_spark.io.corpus import as_documents, check_ids
+from neardup_spark.pipeline.components import connected_components
+from neardup_spark.pipeline.execution import (
+    BROADCAST_MAX_ROWS,
+    candidate_partitions,
+    maybe_broadcast,
+    run_alongside,
+    shuffle_partitions,
+    spread,
+)
+from neardup_spark.pipeline.reporting import (
+    StageTimer,
+    banding_section,
+    input_counts,
+    simhash_section,
+)
+from neardup_spark.runtime.faults import fail_once_if_asked
+from neardup_spark.stages.candidates import banded_candidate_pairs
+from neardup_spark.stages.clusters import (
+    cluster_table,
+    exact_pairs,
+    minhash_pairs,
+    representatives,
+    simhash_pairs,
+)
+from neardup_spark.stages.documents import document_features
+from neardup_spark.stages.exact_copies import exact_copy_edges
+from neardup_spark.stages.verify import hamming_scored, score_candidate_texts, verified
+
+# The per-document table is cached on local disk, not on the JVM heap: a 2 GB heap then serves
+# corpora of millions of documents, and the OS page cache keeps re-reads fast.
+BULK_STORAGE = StorageLevel.DISK_ONLY
+MEMORY = StorageLevel.MEMORY_AND_DISK
+
+
+def document_table(
+    df: DataFrame, parts: int, config: DedupeConfig, timer: StageTimer
+) -> tuple[DataFrame, dict[str, int]]:
+    """The one per-document pass (persisted; no shingle sets: verification recomputes those of
+    the candidates only) and the input counts, with the id check running alongside it (a bad id
+    cancels the pass and is the error raised). ``check_ids`` times what is left of the check
+    once the pass is done."""
+    spark = df.sparkSession
+    wait_for_id_check = run_alongside(spark, lambda: check_ids(df, config.id_col))
+    docs = spread(as_documents(df, config.id_col, config.text_col), parts)
+    features = docs.transform(
+        document_features(config, with_sets=False, before_batch=fail_once_if_asked)
+    ).persist(BULK_STORAGE)
+    try:
+        with timer.stage("sketch") as counted:
+            counts = input_counts(features, config.ngram, config.char_ngram)
+            counted["rows"] = counts["input_rows"]
+    except BaseException:
+        wait_for_id_check()  # a bad id, which cancelled the pass, is the error to report
+        raise
+    with timer.stage("check_ids"):
+        wait_for_id_check()
+    return features, counts
+
+
+def exact_copy_pairs(
+    features: DataFrame,
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+    intermediates: list[DataFrame],
+) -> tuple[DataFrame | None, DataFrame]:
+    """Exact-copy ``pairs/`` rows (None when copies are not collapsed first) and the documents
+    left to compare: each group of copies keeps its smallest id."""
+    counts["exact_copies"] = 0
+    if not (config.method == "exact" or config.exact_first):
+        return None, features
+    edges = features.transform(exact_copy_edges(config.exact_compare_text)).persist(MEMORY)
+    intermediates.append(edges)
+    with timer.stage("exact") as counted:
+        counts["exact_copies"] = n_copies = counted["rows"] = edges.count()
+    if n_copies == 0:
+        return exact_pairs(edges), features
+    copies = edges.select(F.col(DOC_B).alias(DOC_ID))
+    unique = features.join(maybe_broadcast(copies, n_copies), DOC_ID, "left_anti")
+    return exact_pairs(edges), unique
+
+
+def candidate_pairs(
+    unique_docs: DataFrame,
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+    intermediates: list[DataFrame],
+) -> DataFrame:
+    """Bucket the documents' band keys into distinct candidate pairs (persisted, counted)."""
+    entries = counts["input_rows"] * config.banding.bands
+    parts = candidate_partitions(unique_docs.sparkSession, entries)
+    candidates = unique_docs.transform(
+        banded_candidate_pairs(config.bucket_all_pairs_max, parts)
+    ).persist(MEMORY)
+    intermediates.append(candidates)
+    with timer.stage("candidates") as counted:
+        counts["candidate_pairs"] = counted["rows"] = candidates.count()
+    return candidates
+
+
+def near_duplicate_pairs(
+    features: DataFrame,
+    texts: DataFrame,
+    unique_docs: DataFrame,
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+    intermediates: list[DataFrame],
+) -> DataFrame:
+    """Candidates from ``unique_docs``' band keys, scored with ``features``' SimHash or with
+    MinHash sets recomputed from ``texts`` (``doc_id``, ``text``) -> verified ``pairs/`` rows."""
+    candidates = candidate_pairs(unique_docs, config, timer, counts, intermediates)
+    if config.method == "minhash":
+        broadcast = 2 * counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
+        scored = candidates.transform(score_candidate_texts(texts, config, broadcast))
+        passes = F.col(JACCARD) >= config.threshold
+    else:
+        scored = candidates.transform(hamming_scored(features))
+        passes = F.col(HAMMING) <= config.hamming_k
+    scored = scored.persist(MEMORY)
+    intermediates.append(scored)
+    with timer.stage("verify") as counted:
+        counts["near_pairs"] = counted["verified"] = scored.where(passes).count()
+    if config.method == "minhash":
+        return scored.transform(verified(config.threshold)).transform(minhash_pairs)
+    return simhash_pairs(scored.where(passes))
+
+
+def union_pairs(parts: list[DataFrame]) -> DataFrame:
+    """The ``pairs/`` table from its parts (exact copies, near-duplicates), persisted."""
+    pairs = parts[0]
+    for part in parts[1:]:
+        pairs = pairs.unionByName(part)
+    if len(parts) > 1:
+        # Each part has a shuffle's partitions; its rows are cheap to recompute here (the
+        # verified scores are persisted), and ``pairs/`` gets half as many small files.
+        pairs = pairs.coalesce(shuffle_partitions(pairs.sparkSession))
+    return pairs.persist(MEMORY)
+
+
+def cluster_members(
+    pairs: DataFrame,
+    features: DataFrame,
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+    checkpoint: Callable[[DataFrame], DataFrame],
+    intermediates: list[DataFrame],
+) -> tuple[DataFrame, int]:
+    """Connected components of the verified pairs -> each clustered document's representative
+    (``doc_id``, ``cluster_id``; persisted) and the distributed rounds taken (0: one task)."""
+    with timer.stage("components") as counted:
+        labels, rounds = connected_components(
+            pairs.select(DOC_A, DOC_B),
+            checkpoint,
+            n_edges=counts["verified_pairs"],
+            single_task_max_edges=config.components_single_task_max_edges,
+        )
+        if rounds == 0 and config.representative != "smallest_id":
+            labels = labels.persist()  # read twice: the single task would run twice
+            intermediates.append(labels)
+        members = labels.transform(representatives(config.representative, features)).persist()
+        removed = counted["removed"] = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
+        counted["rows"] = counts["verified_pairs"]
+    counts["removed"] = int(removed)
+    counts["clusters"] = counts["input_rows"] - counts["removed"]
+    return members, rounds
+
+
+def output_tables(
+    df: DataFrame,
+    features: DataFrame,
+    members: DataFrame,
+    config: DedupeConfig,
+    counts: dict[str, int],
+) -> tuple[DataFrame, DataFrame]:
+    """The ``clusters/`` table (every document) and ``deduplicated/`` (input rows of the
+    representatives and singletons)."""
+    n_members = 2 * counts["verified_pairs"]  # an upper bound on the documents in clusters
+    clusters = features.transform(cluster_table(maybe_broadcast(members, n_members)))
+    removed_ids = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(
+        F.col(DOC_ID).alias(config.id_col)
+    )
+    deduplicated = df.join(
+        maybe_broadcast(removed_ids, counts["removed"]), config.id_col, "left_anti"
+    )
+    return clusters, deduplicated
+
+
+def run_report(
+    config: DedupeConfig, counts: dict[str, int], rounds: int, timer: StageTimer
+) -> dict[str, object]:
+    """The report of :func:`~neardup_spark.pipeline.dedupe.dedupe`."""
+    report: dict[str, object] = {
+        "neardup_spark_version": __version__,
+        "method": config.method,
+        "config": config.to_dict(),
+        "counts": counts,
+        "components": {
+            "strategy": "distributed" if rounds else "single_task",
+            "rounds": rounds,
+        },
+        "stage_seconds": timer.seconds,
+    }
+    if config.method == "minhash":
+        report["banding"] = banding_section(config)
+    if config.method == "simhash":
+        report["simhash"] = simhash_section(config)
+    return report

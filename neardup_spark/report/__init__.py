@@ -1,0 +1,1 @@
+"""report.html of a finished run: data, figures, HTML."""

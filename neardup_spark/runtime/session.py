@@ -1,0 +1,85 @@
+"""Building the SparkSession for the command line and ``jobs/`` entry points."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+from neardup_spark.config import SessionSettings
+from neardup_spark.runtime import jvm_archive
+
+# Applied when this process starts the JVM itself in local mode; any of them can be overridden
+# with --set spark.KEY=VALUE or a config file's ``spark:`` mapping.
+LOCAL_DEFAULTS = {
+    "spark.driver.memory": "2g",
+    # Spark's console progress bar when a person watches; none in a scheduler's log file.
+    "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false",
+    # Adaptive execution re-plans after every shuffle and runs each query stage as its own job
+    # (31 jobs in a local run instead of 15), for little to coalesce in 8 partitions (100,000
+    # pages: 21.8 -> 20.9 s; README, Performance). Clusters keep it (conf/cluster.yaml).
+    "spark.sql.adaptive.enabled": "false",
+    # Input splits of ~5,000 documents: enough tasks to keep every core busy without shuffling
+    # the texts, even for a corpus of a few tens of MB.
+    "spark.sql.files.maxPartitionBytes": "8m",
+    # The JVM's optimising JIT (C2) spent ~30 CPU-seconds compiling Spark's generated code in a
+    # 100,000-document run, on a laptop's few cores: the quick C1 compiler alone cut a 30,000-
+    # document job from 63 to 45 CPU-seconds (README, Performance).
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    # Python workers without the zips and jar Spark puts on their path: each task re-read those
+    # archives' directories (~100 ms of CPU a task; neardup_spark/worker_daemon.py).
+    "spark.python.daemon.module": "neardup_spark.runtime.worker_daemon",
+}
+
+
+# Shuffle partitions per core in local mode (when not set): each partition of the candidate and
+# verification stages is a Python task with a fixed cost (~40 ms), and a local corpus is small
+# for a shuffle; 30,000 pages, 8 -> 4 partitions on 2 cores: 10.8 / 11.2 -> 10.5 / 10.8 s (A/B).
+LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 2
+
+
+def local_cores(master: str) -> int:
+    """Worker threads of a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master."""
+    inside = master[master.index("[") + 1 : master.rindex("]")] if "[" in master else "1"
+    threads = inside.split(",")[0].strip()
+    if threads == "*":
+        return os.cpu_count() or 1
+    return max(1, int(threads)) if threads.isdigit() else 1
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit started this Python process (its JVM is already running)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(
+    settings: SessionSettings | None = None, app_name: str = "neardup-spark"
+) -> SparkSession:
+    """A SparkSession with ``settings`` (default: :class:`SessionSettings`'s).
+
+    Master: the one spark-submit was given wins; else ``settings.master``; else ``local[*]``.
+    Python workers run the interpreter running this code unless PYSPARK_PYTHON says otherwise.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    settings = settings or SessionSettings()
+    builder = SparkSession.builder.appName(app_name)
+    conf: dict[str, str] = {}
+    if not under_spark_submit():
+        master = settings.master or "local[*]"
+        builder = builder.master(master)
+        if master.startswith("local"):
+            conf.update(LOCAL_DEFAULTS)
+            partitions = LOCAL_SHUFFLE_PARTITIONS_PER_CORE * local_cores(master)
+            conf["spark.sql.shuffle.partitions"] = str(partitions)
+            archive = jvm_archive.java_options()
+            if archive:  # classes pre-parsed by ``neardup jvm-archive`` (jvm_archive.py)
+                java_options = conf["spark.driver.extraJavaOptions"]
+                conf["spark.driver.extraJavaOptions"] = f"{java_options} {archive}"
+    conf.update(settings.spark)
+    conf["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(settings.arrow_batch_size)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", "WARN"))
+    return spark

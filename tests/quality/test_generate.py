@@ -1,0 +1,262 @@
+"""The synthetic corpus generator: shape, determinism, planted pairs, truth Jaccard (no Spark)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.errors import UserError
+from neardup_spark.kernels.normalize import normalize_text
+from neardup_spark.quality.generate import (
+    BOILERPLATE_FOOTERS,
+    BOILERPLATE_HEADERS,
+    CORPUS_SCHEMA,
+    EDITS,
+    KINDS,
+    TRUTH_SCHEMA,
+    VOCAB_SIZE,
+    _id_width,
+    generate_corpus,
+    language,
+    write_corpus,
+)
+
+N_DOCS = 2000
+MEAN_WORDS = 150
+ID_PATTERN = re.compile(r"doc-\d{7}")
+
+
+@pytest.fixture(scope="module")
+def generated() -> tuple[pa.Table, pa.Table]:
+    return generate_corpus(N_DOCS, seed=7, mean_words=MEAN_WORDS)
+
+
+@pytest.fixture(scope="module")
+def texts(generated) -> dict[str, str]:
+    corpus, _ = generated
+    return dict(zip(corpus["id"].to_pylist(), corpus["text"].to_pylist(), strict=True))
+
+
+@pytest.fixture(scope="module")
+def pairs(generated) -> list[dict]:
+    return generated[1].to_pylist()
+
+
+def brute_force_jaccard(a: str, b: str, k: int = 5) -> float:
+    """Jaccard of word k-shingle sets, shingles as tuples of words (no hashing)."""
+
+    def shingles(text: str) -> set[tuple[str, ...]]:
+        words = normalize_text(text).split()
+        if len(words) < k:
+            return {tuple(words)} if words else set()
+        return {tuple(words[i : i + k]) for i in range(len(words) - k + 1)}
+
+    sa, sb = shingles(a), shingles(b)
+    union = len(sa | sb)
+    return len(sa & sb) / union if union else 0.0
+
+
+def punctuation(text: str) -> str:
+    return re.sub(r"[^.,!?;:\n]", "", text)
+
+
+def test_same_seed_same_tables_other_seed_other_tables():
+    corpus1, truth1 = generate_corpus(300, seed=3, mean_words=80)
+    corpus2, truth2 = generate_corpus(300, seed=3, mean_words=80)
+    assert corpus1.equals(corpus2)
+    assert truth1.equals(truth2)
+    assert corpus1["text"].to_pylist() == corpus2["text"].to_pylist()
+    assert truth1["jaccard"].to_pylist() == truth2["jaccard"].to_pylist()
+
+    corpus3, truth3 = generate_corpus(300, seed=4, mean_words=80)
+    assert corpus3["id"].equals(corpus1["id"])
+    assert corpus3["text"].to_pylist() != corpus1["text"].to_pylist()
+    assert not truth3.equals(truth1)
+
+
+def test_schema_and_sizes(generated):
+    corpus, truth = generated
+    assert corpus.schema == CORPUS_SCHEMA
+    assert truth.schema == TRUTH_SCHEMA
+    assert corpus.schema.field("id").type == pa.string()
+    assert corpus.schema.field("text").type == pa.string()
+    assert truth.schema.field("jaccard").type == pa.float64()
+    assert corpus.num_rows == N_DOCS
+    assert truth.num_rows == round(0.3 * N_DOCS)
+    assert corpus["id"].null_count == corpus["text"].null_count == 0
+    assert truth["jaccard"].null_count == 0
+
+
+def test_ids_unique_zero_padded_in_order(generated):
+    ids = generated[0]["id"].to_pylist()
+    assert len(set(ids)) == len(ids)
+    assert all(ID_PATTERN.fullmatch(i) for i in ids)
+    assert ids == sorted(ids)
+    assert [int(i.removeprefix("doc-")) for i in ids] == list(range(N_DOCS))
+
+
+@pytest.mark.parametrize(("n_docs", "width"), [(1, 7), (10_000_000, 7), (10_000_001, 8)])
+def test_id_width_fits_string_order_to_numeric_order(n_docs, width):
+    assert _id_width(n_docs) == width
+
+
+def test_truth_ids_exist_and_pairs_are_ordered(pairs, texts):
+    assert len({(p["doc_a"], p["doc_b"]) for p in pairs}) == len(pairs)
+    for p in pairs:
+        assert p["doc_a"] in texts and p["doc_b"] in texts
+        assert p["doc_a"] < p["doc_b"]
+        assert p["kind"] in KINDS
+        assert 0.0 <= p["jaccard"] <= 1.0
+
+
+def test_all_kinds_planted_about_equally_often(pairs):
+    counts = Counter(p["kind"] for p in pairs)
+    assert set(counts) == set(KINDS)
+    assert max(counts.values()) - min(counts.values()) <= 1
+    assert tuple(EDITS) == KINDS
+
+
+def test_copies_derive_from_originals_only(pairs):
+    """Each connected group of planted pairs is a star: one source, copies that appear once."""
+    neighbours: dict[str, set[str]] = defaultdict(set)
+    for p in pairs:
+        neighbours[p["doc_a"]].add(p["doc_b"])
+        neighbours[p["doc_b"]].add(p["doc_a"])
+    for doc, linked in neighbours.items():
+        if len(linked) > 1:  # a source: all its partners are copies, each of it alone
+            assert all(neighbours[c] == {doc} for c in linked)
+
+
+def test_identical_after_normalisation_kinds_have_jaccard_one(pairs, texts):
+    for p in pairs:
+        a, b = texts[p["doc_a"]], texts[p["doc_b"]]
+        if p["kind"] == "exact":
+            assert a == b
+            assert p["jaccard"] == 1.0
+        elif p["kind"] == "case_punct":
+            assert a != b
+            assert normalize_text(a) == normalize_text(b)
+            assert p["jaccard"] == 1.0
+
+
+def test_more_substitutions_lower_jaccard(pairs):
+    by_kind: dict[str, list[float]] = defaultdict(list)
+    for p in pairs:
+        by_kind[p["kind"]].append(p["jaccard"])
+    means = {kind: float(np.mean(values)) for kind, values in by_kind.items()}
+    assert means["substitute_10"] < means["substitute_3"] < means["substitute_1"] < 1.0
+    for kind in KINDS:
+        if kind not in ("exact", "case_punct"):
+            assert max(by_kind[kind]) < 1.0, kind
+
+
+def test_truth_jaccard_matches_brute_force(pairs, texts):
+    checked = Counter()
+    for p in pairs:
+        if checked[p["kind"]] == 3:
+            continue
+        checked[p["kind"]] += 1
+        expected = brute_force_jaccard(texts[p["doc_a"]], texts[p["doc_b"]])
+        assert p["jaccard"] == pytest.approx(expected, abs=1e-12), p
+    assert set(checked) == set(KINDS)
+
+
+def test_edits_look_as_described(pairs, texts):
+    for p in pairs:
+        a, b = texts[p["doc_a"]], texts[p["doc_b"]]
+        if p["kind"] == "boilerplate":
+            longer = a if len(a) > len(b) else b
+            assert longer.startswith(BOILERPLATE_HEADERS)
+            assert longer.endswith(BOILERPLATE_FOOTERS)
+        elif p["kind"] == "reorder":
+            paragraphs_a, paragraphs_b = a.split("\n\n"), b.split("\n\n")
+            assert len(paragraphs_a) >= 3
+            assert paragraphs_a != paragraphs_b
+            assert sorted(normalize_text(x) for x in paragraphs_a) == sorted(
+                normalize_text(x) for x in paragraphs_b
+            )
+        elif p["kind"] == "insert_delete" or p["kind"].startswith("substitute"):
+            assert len(a.split()) == len(b.split())
+            assert punctuation(a) == punctuation(b)  # sentences and paragraphs kept
+            assert a != b
+        elif p["kind"] == "truncate":
+            shorter, longer = sorted((normalize_text(a), normalize_text(b)), key=len)
+            assert longer.startswith(shorter)
+            assert 0.80 <= len(shorter.split()) / len(longer.split()) <= 0.96
+
+
+def test_text_looks_like_prose(generated, pairs):
+    corpus, _ = generated
+    docs = corpus["text"].to_pylist()
+    planted = {p["doc_a"] for p in pairs} | {p["doc_b"] for p in pairs}
+    unpaired = [t for i, t in zip(corpus["id"].to_pylist(), docs, strict=True) if i not in planted]
+    lengths = np.array([len(d.split()) for d in docs])
+    assert 0.8 * MEAN_WORDS < lengths.mean() < 1.3 * MEAN_WORDS
+    assert lengths.max() <= 8 * MEAN_WORDS + 60  # the clip, plus boilerplate and a sentence
+    assert 1 <= np.count_nonzero((lengths > 0) & (lengths < 5)) <= 10  # a few short documents
+    assert docs.count("") == 1
+    long_docs = [d for d in unpaired if len(d.split()) > 100]
+    assert all(d == d.strip() and "  " not in d for d in docs)
+    assert all("\n\n" in d for d in long_docs if len(d.split()) > 300)  # paragraphs
+    for doc in long_docs[:20]:
+        sentences = re.split(r"(?<=[.!?])\s+", doc)
+        assert all(s[0].isupper() and s[-1] in ".!?" for s in sentences)
+        assert all(6 <= len(s.split()) <= 25 for s in sentences)
+    vocabulary = set(language().words)
+    assert len(vocabulary) == VOCAB_SIZE
+    words = normalize_text(long_docs[0]).split()
+    assert {w for w in words if w in vocabulary} == set(words)
+
+
+@pytest.mark.parametrize("n_docs", [0, 1, 2, 9, 40])
+def test_tiny_corpora(n_docs):
+    corpus, truth = generate_corpus(n_docs, seed=1, mean_words=3)
+    assert corpus.num_rows == n_docs
+    assert corpus.schema == CORPUS_SCHEMA and truth.schema == TRUTH_SCHEMA
+    assert set(truth["doc_a"].to_pylist()) <= set(corpus["id"].to_pylist())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [((-1, 0, 10), "documents"), ((10, -1, 10), "seed"), ((10, 0, 0), "length")],
+)
+def test_bad_arguments_are_user_errors(args, message):
+    with pytest.raises(UserError, match=message):
+        generate_corpus(*args)
+
+
+def test_write_corpus_refuses_then_overwrites(tmp_path):
+    summary = write_corpus(str(tmp_path), 120, seed=5, mean_words=40, rows_per_file=50)
+    corpus_files = sorted(p.name for p in (tmp_path / "corpus").iterdir())
+    assert corpus_files == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert [p.name for p in (tmp_path / "truth").iterdir()] == ["part-00000.parquet"]
+    expected_corpus, expected_truth = generate_corpus(120, seed=5, mean_words=40)
+    written = pa.concat_tables(pq.read_table(tmp_path / "corpus" / name) for name in corpus_files)
+    assert written.equals(expected_corpus.combine_chunks())
+    assert pq.read_table(tmp_path / "truth" / "part-00000.parquet").equals(expected_truth)
+    assert summary["docs"] == 120
+    assert summary["truth_pairs"] == expected_truth.num_rows == 36
+    assert sum(summary["by_kind"].values()) == 36
+    assert summary["files"] == 3
+    assert summary["seconds"] >= 0
+
+    with pytest.raises(UserError, match="overwrite"):
+        write_corpus(str(tmp_path), 50, seed=5, mean_words=40)
+    assert len(list((tmp_path / "corpus").iterdir())) == 3  # untouched
+
+    write_corpus(str(tmp_path), 30, seed=6, mean_words=40, overwrite=True, rows_per_file=50)
+    assert [p.name for p in (tmp_path / "corpus").iterdir()] == ["part-00000.parquet"]
+    assert pq.read_table(tmp_path / "corpus").num_rows == 30
+    assert pq.read_table(tmp_path / "truth").num_rows == 9
+
+
+def test_write_corpus_refuses_a_leftover_truth_directory(tmp_path):
+    (tmp_path / "truth").mkdir()
+    with pytest.raises(UserError, match="truth"):
+        write_corpus(str(tmp_path), 10, mean_words=20)
+    assert not (tmp_path / "corpus").exists()
