@@ -6,7 +6,9 @@ stores (with their connector on the classpath) all work the same way.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -171,3 +173,47 @@ def check_ids(df: DataFrame, id_col: str) -> None:
 def as_documents(df: DataFrame, id_col: str, text_col: str) -> DataFrame:
     """Input rows -> ``doc_id``, ``text`` (the stages' input)."""
     return df.select(F.col(id_col).alias(DOC_ID), F.col(text_col).alias(TEXT))
+
+
+def sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def input_files(spark: SparkSession, path: str) -> list[dict[str, Any]]:
+    """The input's data files: qualified path, size and content digest (SHA-256 of the bytes
+    for local files; the file system's checksum, else size and modification time, elsewhere)."""
+    files, _ = list_data_files(spark, path)
+    out = []
+    for name in files:
+        fs, hpath = hadoop_filesystem(spark, name)
+        status = fs.getFileStatus(hpath)
+        size = int(status.getLen())
+        if str(fs.getScheme()) == "file":
+            digest = "sha256:" + sha256_file(str(hpath.toUri().getPath()))
+        else:
+            checksum = fs.getFileChecksum(hpath)
+            digest = (
+                f"{checksum.getAlgorithmName()}:{checksum.toString()}"
+                if checksum is not None
+                else f"mtime:{int(status.getModificationTime())}"
+            )
+        out.append({"path": name, "size": size, "digest": digest})
+    return out
+
+
+def check_paths_apart(names: dict[str, str]) -> None:
+    """Refuse (:class:`UserError`) paths of which one is, or lies inside, another: e.g. an
+    OUTPUT inside INPUT would be read as input by the next run. ``names``: role -> path."""
+    trimmed = {k: v.rstrip("/") for k, v in names.items()}
+    for a in names:
+        for b in names:
+            if a < b and (
+                trimmed[a] == trimmed[b]
+                or trimmed[a].startswith(trimmed[b] + "/")
+                or trimmed[b].startswith(trimmed[a] + "/")
+            ):
+                raise UserError(f"the {a} and {b} paths must not overlap ({names[a]}, {names[b]})")

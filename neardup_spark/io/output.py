@@ -134,6 +134,23 @@ class OutputDir:
         self.mark_success()
         self.delete(STAGING_DIR)
 
+    def finished_manifest(self) -> dict[str, Any] | None:
+        """The ``manifest.json`` of a finished run in OUTPUT (``{}`` if it has none), else None."""
+        if not self.exists(SUCCESS_MARKER):
+            return None
+        return self.read_json(MANIFEST_FILE) if self.exists(MANIFEST_FILE) else {}
+
+    def read_json(self, name: str) -> dict[str, Any]:
+        """A JSON object written by :meth:`write_json` (``{}`` when the file is missing)."""
+        if not self.exists(name):
+            return {}
+        stream = self._fs.open(self._path(name))
+        try:
+            data = bytes(stream.readAllBytes())
+        finally:
+            stream.close()
+        return dict(json.loads(data.decode("utf-8")))
+
     def write_text(self, name: str, text: str) -> None:
         stream = self._fs.create(self._path(name), True)
         try:

@@ -71,3 +71,23 @@ def key_lists(keys: np.ndarray, present: np.ndarray) -> pa.ListArray:
     offsets = np.zeros(len(present) + 1, dtype=np.int32)
     np.cumsum(np.where(present, per_doc, 0), out=offsets[1:])
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(keys[present].reshape(-1)))
+
+
+def sorted_sets(offsets: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort and de-duplicate each CSR row at once: ``(offsets, values)`` of the sets.
+
+    >>> o, v = sorted_sets(np.array([0, 3, 3, 5]), np.array([5, 1, 5, 2, 2], dtype=np.uint64))
+    >>> o.tolist(), v.tolist()
+    ([0, 2, 2, 3], [1, 5, 2])
+    """
+    n = len(offsets) - 1
+    doc = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    order = np.lexsort((values, doc))
+    v, d = values[order], doc[order]
+    keep = np.ones(len(v), dtype=bool)
+    if len(v) > 1:
+        keep[1:] = (v[1:] != v[:-1]) | (d[1:] != d[:-1])
+    v, d = v[keep], d[keep]
+    new_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(d, minlength=n), out=new_offsets[1:])
+    return new_offsets, v.astype(np.uint64, copy=False)

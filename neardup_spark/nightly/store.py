@@ -268,6 +268,10 @@ class Index:
         schema = docs_schema(id_type_from_name(self.manifest["id_type"]))
         return self.spark.read.schema(schema).parquet(join(self.root, self.manifest["name"], DOCS))
 
+    def has_rows(self, name: str) -> bool:
+        """Whether a segment of the committed version has rows in table ``name``."""
+        return any(s["rows"].get(name, 0) > 0 for s in self.segments)
+
     def table(self, name: str, buckets: list[int] | None = None) -> DataFrame | None:
         """One segment table (``bands``, ``contents``, ``pairs``) over every segment of the
         committed version, or None when no segment has rows in it. ``buckets`` limits the read

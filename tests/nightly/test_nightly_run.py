@@ -27,7 +27,9 @@ import pytest
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
 from neardup_spark.nightly.compaction import compact_index
-from neardup_spark.nightly.run import cluster_members, run_incremental, sorted_sets
+from neardup_spark.kernels.arrow_buffers import sorted_sets
+from neardup_spark.nightly.run import run_incremental
+from neardup_spark.nightly.stable_ids import cluster_members
 from neardup_spark.nightly.store import CURRENT_FILE, Index
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.quality.generate import generate_corpus
@@ -503,7 +505,7 @@ def test_killed_run_leaves_the_index_and_outputs_intact(spark, history):
         assert on_disk <= live, table
     versions = sorted(p.name for p in index.glob("v*"))
     assert len(versions) == 3 and all((index / v / "manifest.json").is_file() for v in versions)
-    assert not list(root.glob(".out-day3.*"))
+    assert not list(root.glob(".out-day3.*")) and not (root / "out-day3" / "_staging").exists()
     assert json.loads((root / "out-day3" / "report.json").read_text())["run_id"] == report["run_id"]
 
 

@@ -1,0 +1,262 @@
+"""Clustering the documents a nightly batch touches, in Spark: on the driver
+(:func:`cluster_on_driver`, which collects them for
+:func:`~neardup_spark.nightly.stable_ids.cluster_members`) or, for graphs too large for one
+process, distributed (:func:`cluster_with_spark`, the same rule in Spark jobs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from neardup_spark.columns import (
+    CLUSTER_ID,
+    COMPONENT,
+    DOC_A,
+    DOC_B,
+    DOC_ID,
+    ESTIMATE,
+    EXACT_FP,
+    HAS_TEXT,
+    JACCARD,
+)
+from neardup_spark.config import DedupeConfig
+from neardup_spark.nightly.edges import edges_within, incident_edges
+from neardup_spark.nightly.stable_ids import (
+    IS_OLD,
+    KEPT,
+    LIVE_BEFORE,
+    NEW_CLUSTER_ID,
+    OLD_CLUSTER,
+    OLD_CLUSTER_ID,
+    PREV_FP,
+    PREV_HAS_TEXT,
+    cluster_members,
+)
+from neardup_spark.nightly.store import BATCH, FP_A, FP_B
+from neardup_spark.pipeline.components import connected_components
+from neardup_spark.pipeline.execution import local_checkpoint
+from neardup_spark.stages.clusters import exact_pairs, minhash_pairs
+
+_ANCHOR, _ANCHOR_OLD = "anchor", "anchor_is_old"
+_ANCHOR_A, _ANCHOR_B = "anchor_a", "anchor_b"
+_HAS_OLD, _WINNER = "has_old", "winner"
+
+
+@dataclass
+class Clustered:
+    """The touched documents' clusters, as Spark DataFrames."""
+
+    assigned: DataFrame  # doc_id, has_text, exact_fp, cluster_id, batch, is_old, kept
+    changed: DataFrame  # old_cluster_id, new_cluster_id
+    pairs: DataFrame  # pairs/ rows the batch adds
+    stats: dict[str, int]
+    components: dict[str, Any]  # strategy, rounds
+
+
+def unchanged_recrawl() -> Column:
+    """A re-crawled document whose text did not change."""
+    return (
+        F.col(PREV_FP).isNotNull()
+        & (F.col(PREV_FP) == F.col(EXACT_FP))
+        & (F.col(PREV_HAS_TEXT) == F.col(HAS_TEXT))
+    )
+
+
+def cluster_on_driver(
+    spark: SparkSession, history: DataFrame, new_edges: DataFrame, stored: DataFrame | None
+) -> Clustered:
+    """:func:`~neardup_spark.nightly.stable_ids.cluster_members` on the driver: the members and
+    their edges are collected (one job each), the results come back as small DataFrames."""
+    members = history.toArrow()
+    edges = [new_edges.select(FP_A, FP_B, JACCARD, ESTIMATE).toArrow()]
+    if stored is not None:
+        fps = np.unique(members.filter(members.column(HAS_TEXT)).column(EXACT_FP).to_numpy())
+        wanted = spark.createDataFrame(pa.table({EXACT_FP: pa.array(fps, pa.int64())}))
+        edges.append(edges_within(stored, wanted, len(fps)).toArrow())
+    result = cluster_members(members, pa.concat_tables(edges, promote_options="permissive"))
+    return Clustered(
+        spark.createDataFrame(result.assigned),
+        spark.createDataFrame(result.changed),
+        spark.createDataFrame(result.pairs),
+        result.stats,
+        {"strategy": "driver", "rounds": 0},
+    )
+
+
+def _member_graph(
+    members: DataFrame,
+    new_edges: DataFrame,
+    stored: DataFrame | None,
+    n_members: int,
+    keep: Callable[[DataFrame], DataFrame],
+) -> DataFrame:
+    """Members' exact-copy edges (copy -> its content's smallest document, the anchor) and near
+    edges between anchors of live contents: ``doc_a``, ``doc_b``, ``fp_a``/``fp_b``/``jaccard``/
+    ``estimate`` (near edges), ``is_old``/``anchor_is_old`` (exact edges)."""
+    member_fps = keep(members.where(F.col(HAS_TEXT)).select(EXACT_FP).distinct())
+    live_edges = new_edges
+    if stored is not None:
+        live_edges = live_edges.unionByName(edges_within(stored, member_fps, n_members))
+        live_edges = live_edges.dropDuplicates([FP_A, FP_B])
+    live_edges = edges_within(live_edges, member_fps, n_members)
+    anchors = (
+        members.where(F.col(HAS_TEXT))
+        .groupBy(EXACT_FP)
+        .agg(
+            F.min(DOC_ID).alias(_ANCHOR),
+            F.min_by(F.col(IS_OLD), F.col(DOC_ID)).alias(_ANCHOR_OLD),
+        )
+    )
+    exact_edges = (
+        members.where(F.col(HAS_TEXT))
+        .join(anchors, EXACT_FP)
+        .where(F.col(DOC_ID) != F.col(_ANCHOR))
+        .select(F.col(_ANCHOR).alias(DOC_A), F.col(DOC_ID).alias(DOC_B), IS_OLD, _ANCHOR_OLD)
+    )
+    near_edges = live_edges.join(
+        anchors.select(F.col(EXACT_FP).alias(FP_A), F.col(_ANCHOR).alias(_ANCHOR_A)), FP_A
+    ).join(anchors.select(F.col(EXACT_FP).alias(FP_B), F.col(_ANCHOR).alias(_ANCHOR_B)), FP_B)
+    return exact_edges.select(
+        DOC_A,
+        DOC_B,
+        F.lit(None).cast("long").alias(FP_A),
+        F.lit(None).cast("long").alias(FP_B),
+        F.lit(None).cast("double").alias(JACCARD),
+        F.lit(None).cast("double").alias(ESTIMATE),
+        IS_OLD,
+        _ANCHOR_OLD,
+    ).unionByName(
+        near_edges.select(
+            F.least(_ANCHOR_A, _ANCHOR_B).alias(DOC_A),
+            F.greatest(_ANCHOR_A, _ANCHOR_B).alias(DOC_B),
+            FP_A,
+            FP_B,
+            JACCARD,
+            ESTIMATE,
+            F.lit(None).cast("boolean").alias(IS_OLD),
+            F.lit(None).cast("boolean").alias(_ANCHOR_OLD),
+        )
+    )
+
+
+def assign_ids(members: DataFrame, labels: DataFrame) -> DataFrame:
+    """Members + component labels -> final cluster ids (the stable rule of
+    :mod:`neardup_spark.nightly.stable_ids`) and whether each new document goes to
+    ``deduplicated/``.
+
+    Output columns: the members' columns, ``component``, ``cluster_id``, ``has_old``, ``kept``.
+    """
+    comp = members.join(labels, DOC_ID, "left").withColumn(
+        COMPONENT, F.coalesce(F.col(COMPONENT), F.col(DOC_ID))
+    )
+    # An old cluster id may survive in a component only while its representative is in it.
+    claims = comp.where(F.col(IS_OLD)).select(COMPONENT, F.col(OLD_CLUSTER).alias(_WINNER))
+    present = comp.select(F.col(DOC_ID).alias(_WINNER), COMPONENT)
+    winners = (
+        claims.distinct()
+        .join(present, [_WINNER, COMPONENT], "left_semi")
+        .groupBy(COMPONENT)
+        .agg(F.min(_WINNER).alias(_WINNER))
+    )
+    has_old = comp.groupBy(COMPONENT).agg(F.max(F.col(IS_OLD)).alias(_HAS_OLD))
+    out = (
+        comp.join(winners, COMPONENT, "left")
+        .join(has_old, COMPONENT)
+        .withColumn(CLUSTER_ID, F.coalesce(F.col(_WINNER), F.col(COMPONENT)))
+    )
+    kept = (
+        ~F.col(IS_OLD)
+        & (F.col(DOC_ID) == F.col(CLUSTER_ID))
+        & ~F.col(_HAS_OLD)
+        & ~unchanged_recrawl()
+    )
+    return out.withColumn(KEPT, kept)
+
+
+def _cluster_stats(assigned: DataFrame) -> dict[str, int]:
+    """The counts :func:`~neardup_spark.nightly.stable_ids.cluster_members` reports, in one
+    Spark job."""
+    new_text = ~F.col(IS_OLD) & F.col(HAS_TEXT)
+    changed_row = F.col(IS_OLD) & (F.col(OLD_CLUSTER) != F.col(CLUSTER_ID))
+    row = assigned.agg(
+        F.sum((~F.col(IS_OLD) & F.col(_HAS_OLD)).cast("long")).alias("joined_existing"),
+        F.sum(F.col(KEPT).cast("long")).alias("deduplicated"),
+        F.sum(F.col(PREV_FP).isNotNull().cast("long")).alias("replaced"),
+        F.sum(unchanged_recrawl().cast("long")).alias("replaced_unchanged"),
+        F.sum(new_text.cast("long")).alias("text_docs"),
+        F.countDistinct(F.when(new_text & F.col(LIVE_BEFORE).isNull(), F.col(EXACT_FP))).alias(
+            "fresh_contents"
+        ),
+        F.countDistinct(F.when(new_text & F.col(LIVE_BEFORE), F.col(EXACT_FP))).alias(
+            "live_before"
+        ),
+        F.countDistinct(CLUSTER_ID).alias("member_clusters"),
+        F.countDistinct(F.when(~F.col(IS_OLD), F.col(CLUSTER_ID))).alias("clusters"),
+        F.countDistinct(F.when(changed_row, F.struct(OLD_CLUSTER, CLUSTER_ID))).alias(
+            "changed_clusters"
+        ),
+        F.countDistinct(F.when(changed_row, F.col(OLD_CLUSTER))).alias("merged_clusters"),
+    ).first()
+    assert row is not None  # an aggregate without grouping always has one row
+    return {k: int(v or 0) for k, v in row.asDict().items()}
+
+
+def _added_pairs(edges: DataFrame, assigned: DataFrame, n_new: int) -> DataFrame:
+    """The edges the batch adds: near edges touching a content no document held before the
+    batch, exact edges touching a new document."""
+    new_text = ~F.col(IS_OLD) & F.col(HAS_TEXT)
+    fresh = assigned.where(new_text & F.col(LIVE_BEFORE).isNull()).select(EXACT_FP).distinct()
+    added_near = edges.where(F.col(FP_A).isNotNull())
+    added_near = added_near.join(
+        incident_edges(added_near.select(FP_A, FP_B), fresh, n_new), [FP_A, FP_B], "left_semi"
+    )
+    added_exact = edges.where(F.col(FP_A).isNull() & (~F.col(IS_OLD) | ~F.col(_ANCHOR_OLD)))
+    return exact_pairs(added_exact).unionByName(minhash_pairs(added_near))
+
+
+def cluster_with_spark(
+    history: DataFrame,
+    new_edges: DataFrame,
+    stored: DataFrame | None,
+    sizes: tuple[int, int],
+    config: DedupeConfig,
+    keep: Callable[[DataFrame], DataFrame],
+) -> Clustered:
+    """The distributed twin of :func:`~neardup_spark.nightly.stable_ids.cluster_members`, for
+    graphs too large for the driver. ``sizes``: (members, new documents), for broadcasts;
+    ``keep`` persists a DataFrame read more than once."""
+    n_members, n_new = sizes
+    members = keep(history)
+    edges = keep(_member_graph(members, new_edges, stored, n_members, keep))
+    n_graph = edges.count()
+    labels, rounds = connected_components(
+        edges.select(DOC_A, DOC_B),
+        local_checkpoint,
+        n_edges=n_graph,
+        single_task_max_edges=config.components_single_task_max_edges,
+    )
+    if rounds == 0:  # one task's labels, read by several branches below: computed once
+        labels = keep(labels)
+    assigned = keep(assign_ids(members, labels))
+    changed_row = F.col(IS_OLD) & (F.col(OLD_CLUSTER) != F.col(CLUSTER_ID))
+    changed = (
+        assigned.where(changed_row)
+        .select(F.col(OLD_CLUSTER).alias(OLD_CLUSTER_ID), F.col(CLUSTER_ID).alias(NEW_CLUSTER_ID))
+        .distinct()
+    )
+    strategy = (
+        "single_task" if n_graph <= config.components_single_task_max_edges else "distributed"
+    )
+    return Clustered(
+        assigned.select(DOC_ID, HAS_TEXT, EXACT_FP, CLUSTER_ID, BATCH, IS_OLD, KEPT),
+        changed,
+        _added_pairs(edges, assigned, n_new),
+        _cluster_stats(assigned),
+        {"strategy": strategy, "rounds": rounds},
+    )
