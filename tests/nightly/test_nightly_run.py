@@ -26,8 +26,8 @@ import pytest
 
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
-from neardup_spark.nightly.compaction import compact_index
 from neardup_spark.kernels.arrow_buffers import sorted_sets
+from neardup_spark.nightly.compaction import compact_index
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.nightly.stable_ids import cluster_members
 from neardup_spark.nightly.store import CURRENT_FILE, Index
