@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from neardup_spark.columns import (
@@ -39,6 +39,45 @@ from neardup_spark.nightly.store import (
 )
 
 
+def _live_rows(index: Index, table: str, live: DataFrame) -> DataFrame | None:
+    """The rows of ``table`` about live contents (``live``: their ``exact_fp``), each once."""
+    rows = index.table(table)
+    if rows is None:
+        return None
+    if table == CONTENTS:
+        kept = rows.join(live, EXACT_FP, "left_semi").dropDuplicates([EXACT_FP])
+        return kept.select(EXACT_FP, N_SHINGLES, SHINGLES)
+    if table == BANDS:
+        return rows.join(live, EXACT_FP, "left_semi").select(BAND_KEY, EXACT_FP).distinct()
+    return (
+        rows.join(live.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
+        .join(live.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
+        .dropDuplicates([FP_A, FP_B])
+        .select(FP_A, FP_B, JACCARD, ESTIMATE)
+    )
+
+
+def _rewrite_segments(index: Index, segment: str, buckets: int, live: DataFrame) -> dict[str, int]:
+    """Write the live rows of every segment table into the one new ``segment``; returns the
+    rows written per table."""
+    rows: dict[str, int] = {}
+    for table in (CONTENTS, BANDS, PAIRS):
+        kept = _live_rows(index, table, live)
+        if kept is None:
+            continue
+        kept = kept.persist()
+        rows[table] = kept.count()
+        path = index.segment_path(table, segment)
+        if table == CONTENTS:
+            write_bucketed(kept, path, EXACT_FP, buckets, rows[table], CONTENTS_ROWS_PER_FILE)
+        elif table == BANDS:
+            write_bucketed(kept, path, BAND_KEY, buckets, rows[table], BANDS_ROWS_PER_FILE)
+        else:
+            kept.coalesce(max(1, rows[table] // 5_000_000 + 1)).write.parquet(path)
+        kept.unpersist()
+    return rows
+
+
 def compact_index(
     spark: SparkSession,
     index_dir: str,
@@ -60,64 +99,12 @@ def compact_index(
     nonce = new_nonce()
     segment = f"s{index.version + 1:06d}-{nonce}"
     docs = index.docs()
-    assert docs is not None
+    assert docs is not None  # the index exists
     live = docs.where(F.col(HAS_TEXT)).select(EXACT_FP).distinct().persist()
     n_live = live.count()
-    live_side = maybe_broadcast(live, n_live)
-    rows: dict[str, int] = {}
-    contents = index.table(CONTENTS)
-    if contents is not None:
-        kept = (
-            contents.join(live_side, EXACT_FP, "left_semi")
-            .dropDuplicates([EXACT_FP])
-            .select(EXACT_FP, N_SHINGLES, SHINGLES)
-            .persist()
-        )
-        rows[CONTENTS] = kept.count()
-        write_bucketed(
-            kept,
-            index.segment_path(CONTENTS, segment),
-            EXACT_FP,
-            n_buckets,
-            rows[CONTENTS],
-            CONTENTS_ROWS_PER_FILE,
-        )
-        kept.unpersist()
-    bands = index.table(BANDS)
-    if bands is not None:
-        kept = (
-            bands.join(live_side, EXACT_FP, "left_semi")
-            .select(BAND_KEY, EXACT_FP)
-            .distinct()
-            .persist()
-        )
-        rows[BANDS] = kept.count()
-        write_bucketed(
-            kept,
-            index.segment_path(BANDS, segment),
-            BAND_KEY,
-            n_buckets,
-            rows[BANDS],
-            BANDS_ROWS_PER_FILE,
-        )
-        kept.unpersist()
-    pairs = index.table(PAIRS)
-    if pairs is not None:
-        kept = (
-            pairs.join(live_side.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
-            .join(live_side.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
-            .dropDuplicates([FP_A, FP_B])
-            .select(FP_A, FP_B, JACCARD, ESTIMATE)
-            .persist()
-        )
-        rows[PAIRS] = kept.count()
-        kept.coalesce(max(1, rows[PAIRS] // 5_000_000 + 1)).write.parquet(
-            index.segment_path(PAIRS, segment)
-        )
-        kept.unpersist()
+    rows = _rewrite_segments(index, segment, n_buckets, maybe_broadcast(live, n_live))
     live.unpersist()
-    version_name = f"v{index.version + 1:06d}-{nonce}"
-    docs.write.parquet(join(index_dir, version_name, DOCS))
+    docs.write.parquet(join(index_dir, f"v{index.version + 1:06d}-{nonce}", DOCS))
     before = len(index.segments)
     manifest = dict(index.manifest)
     new = new_manifest(
