@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,7 +119,12 @@ class OutputDir:
         """The directory a run writes into before :meth:`commit`."""
         return OutputDir(self._spark, self.child(f"{STAGING_DIR}/{run_id}"), self.layout)
 
-    def commit(self, staged: OutputDir, manifest: dict[str, Any] | None) -> None:
+    def commit(
+        self,
+        staged: OutputDir,
+        manifest: dict[str, Any] | None,
+        on_cleared: Callable[[], None] | None = None,
+    ) -> None:
         """Replace OUTPUT's contents by the staged run: ``_SUCCESS`` goes first and comes back
         last, so a reader (or a rerun) never takes a half-replaced OUTPUT for a finished one."""
         if self.exists(SUCCESS_MARKER):
@@ -126,6 +132,8 @@ class OutputDir:
         for name in (*self.layout.committed, MANIFEST_FILE, *self.layout.extra):
             if self.exists(name):
                 self.delete(name)
+        if on_cleared is not None:  # the previous entries are gone, the new ones not yet in
+            on_cleared()
         for name in self.layout.committed:
             if staged.exists(name):
                 self._fs.rename(staged._path(name), self._path(name))

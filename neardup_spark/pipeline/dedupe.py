@@ -36,6 +36,7 @@ from neardup_spark.pipeline.steps import (
     run_report,
     union_pairs,
 )
+from neardup_spark.runtime.faults import pause_if_asked
 
 
 @dataclass
@@ -180,5 +181,6 @@ def run(
         "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),
         "counts": report["counts"],
     }
-    out.commit(staged, manifest)
+    pause_if_asked("before_commit")
+    out.commit(staged, manifest, on_cleared=lambda: pause_if_asked("in_commit"))
     return report

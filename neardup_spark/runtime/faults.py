@@ -1,13 +1,15 @@
-"""Fault injection for tests of Spark's task retries (a documented hook, off unless set).
+"""Test hooks for faults (documented, off unless their environment variable is set).
 
 When :data:`FAIL_ONCE_ENV` names a file that does not exist yet, the first per-document batch
 that sees it creates the file and fails, so exactly one task attempt fails and Spark's retry must
-produce the same result (tests/pipeline/test_faults.py).
+produce the same result (tests/pipeline/test_bad_input.py). :func:`pause_if_asked` holds a run
+at a named point so a test can kill it there.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 FAIL_ONCE_ENV = "NEARDUP_FAIL_ONCE_MARKER"
 
@@ -23,3 +25,23 @@ def fail_once_if_asked() -> None:
     except FileExistsError:
         return
     raise RuntimeError(f"injected task failure ({FAIL_ONCE_ENV}={marker})")
+
+
+# Test hook for kills at a known point: when PAUSE_AT_ENV names a point a run reaches, the run
+# writes the file PAUSE_MARKER_ENV names and sleeps, so a test can SIGKILL it exactly there
+# (tests/cli/test_dedupe.py). Points: "before_commit" (outputs staged, nothing committed) and
+# "in_commit" (OUTPUT's previous entries removed, the new ones not yet moved in).
+PAUSE_AT_ENV = "NEARDUP_PAUSE_AT"
+PAUSE_MARKER_ENV = "NEARDUP_PAUSE_MARKER"
+PAUSE_SECONDS = 600
+
+
+def pause_if_asked(point: str) -> None:
+    """Write the marker and sleep when :data:`PAUSE_AT_ENV` is ``point``; nothing otherwise."""
+    if os.environ.get(PAUSE_AT_ENV) != point:
+        return
+    marker = os.environ.get(PAUSE_MARKER_ENV)
+    if marker:
+        with open(marker, "w", encoding="utf-8") as handle:
+            handle.write(f"paused at {point}\n")
+    time.sleep(PAUSE_SECONDS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -153,21 +154,62 @@ def test_recall_of_planted_pairs(finished_run, corpus):
     assert found == len(high)
 
 
-def test_same_clusters_with_1_or_8_partitions(spark, corpus):
+@contextmanager
+def session_conf(spark, settings: dict[str, str]):
+    """Spark SQL settings for the block; the session's own values come back afterwards."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def clusters_and_pairs(result) -> tuple[list, list]:
+    return (
+        sorted(map(tuple, result.clusters.select("doc_id", "cluster_id").collect())),
+        sorted(map(tuple, result.pairs.select("doc_a", "doc_b", "method", "jaccard").collect())),
+    )
+
+
+@pytest.mark.parametrize(
+    ("input_parts", "shuffle_parts", "arrow_batch", "distributed"),
+    [(1, 2, 100, False), (8, 16, 5000, True)],
+)
+def test_same_clusters_whatever_the_partitioning(
+    spark, corpus, finished_run, input_parts, shuffle_parts, arrow_batch, distributed
+):
+    """Input splits, shuffle partitions, Arrow batch size and the components' strategy
+    (single task vs distributed large-star/small-star) change nothing in the result."""
     root, _, _ = corpus
-    config = build_config()
-    results = []
-    for n in (1, 8):
-        df = spark.read.parquet(str(root)).repartition(n)
-        result = dedupe(df, config)
-        results.append(
-            (
-                sorted(map(tuple, result.clusters.select("doc_id", "cluster_id").collect())),
-                sorted(map(tuple, result.pairs.select("doc_a", "doc_b", "jaccard").collect())),
-            )
+    out, report = finished_run
+    assert report["components"]["strategy"] == "single_task"
+    expected = (
+        sorted((r["doc_id"], r["cluster_id"]) for r in read(out / "clusters").to_pylist()),
+        sorted(
+            (p["doc_a"], p["doc_b"], p["method"], p["jaccard"])
+            for p in read(out / "pairs").to_pylist()
+        ),
+    )
+    overrides = ["components_single_task_max_edges=0"] if distributed else []
+    settings = {
+        "spark.sql.shuffle.partitions": str(shuffle_parts),
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(arrow_batch),
+    }
+    with session_conf(spark, settings):
+        df = spark.read.parquet(str(root)).repartition(input_parts)
+        result = dedupe(df, build_config(overrides=overrides))
+        got = clusters_and_pairs(result)
+        assert result.report["components"]["strategy"] == (
+            "distributed" if distributed else "single_task"
         )
         result.release()
-    assert results[0] == results[1]
+    assert got == expected
 
 
 def test_pairs_written_alongside_the_components(spark, corpus, tmp_path):
@@ -310,7 +352,8 @@ def test_a_failed_background_action_cancels_the_running_job_and_is_the_error_rai
         spark.range(200, numPartitions=100).mapInArrow(slow, "id long").count()
 
     def bad_ids() -> None:
-        while not tracker.getJobIdsForGroup(group):  # fail only once the long job runs
+        deadline = time.monotonic() + 120  # fail only once the long job runs
+        while not tracker.getJobIdsForGroup(group) and time.monotonic() < deadline:
             time.sleep(0.05)
         raise UserError("ids in column 'id' are not unique")
 
@@ -347,8 +390,10 @@ def test_a_failed_background_action_leaves_other_threads_jobs_alone(spark):
 
     other = InheritableThread(target=unrelated)
     other.start()
-    while not tracker.getActiveJobsIds():
+    deadline = time.monotonic() + 120
+    while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert tracker.getActiveJobsIds(), "the other thread's job never started"
 
     def bad_ids() -> None:
         raise UserError("ids in column 'id' are not unique")

@@ -1,0 +1,248 @@
+"""``neardup dedupe`` and ``jobs/dedupe.py``, each in its own process (own JVM): outputs,
+exit codes 0, 1 and 2, spark-submit, and SIGKILL at known points."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.runtime.faults import FAIL_ONCE_ENV, PAUSE_AT_ENV, PAUSE_MARKER_ENV
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = " ".join(f"word{i}" for i in range(50))
+LOCAL = ("--master", "local[2]", "--set", "spark.sql.shuffle.partitions=2")
+
+
+def neardup(
+    *args: str, timeout: int = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "neardup_spark", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=REPO,
+    )
+
+
+@pytest.fixture(scope="module")
+def small_input(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "corpus.parquet"
+    table = pa.table(
+        {
+            "id": ["a", "b", "c", "d"],
+            "text": [BASE, BASE.replace("word20", "other"), "unrelated text " * 10, None],
+            "url": ["u1", "u2", "u3", "u4"],
+        }
+    )
+    pq.write_table(table, path)
+    return path
+
+
+@pytest.mark.slow
+def test_dedupe_command_end_to_end(small_input, tmp_path):
+    out = tmp_path / "out"
+    done = neardup(
+        "dedupe",
+        str(small_input),
+        str(out),
+        "--master",
+        "local[2]",
+        "--set",
+        "spark.sql.shuffle.partitions=2",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "documents in      4" in done.stdout and "clusters          3" in done.stdout
+    assert "docs/s" in done.stdout and str(out) in done.stdout
+    clusters = ds.dataset(str(out / "clusters")).to_table().to_pylist()
+    assert {r["doc_id"]: r["cluster_id"] for r in clusters} == {
+        "a": "a",
+        "b": "a",
+        "c": "c",
+        "d": "d",
+    }
+    report = json.loads((out / "report.json").read_text())
+    assert report["config"]["master"] == "local[2]"
+    # report.html: written after the run, with its sections and the run's numbers
+    page = (out / "report.html").read_text()
+    assert f"report            {out / 'report.html'}" in done.stdout
+    assert page.startswith("<!DOCTYPE html>") and "</html>" in page
+    for needle in ('id="summary"', 'id="clusters"', "data:image/png;base64,"):
+        assert needle in page, needle
+    # A finished output is refused without --overwrite: exit 2, one line, no traceback.
+    again = neardup("dedupe", str(small_input), str(out), "--master", "local[2]")
+    assert again.returncode == 2
+    assert "already holds a finished run" in again.stderr and "Traceback" not in again.stderr
+
+
+@pytest.mark.slow
+def test_user_errors_exit_2_without_traceback(small_input, tmp_path):
+    missing = neardup(
+        "dedupe",
+        str(small_input),
+        str(tmp_path / "o"),
+        "--text-col",
+        "body",
+        "--master",
+        "local[1]",
+    )
+    assert missing.returncode == 2
+    assert "'body' is not in the input" in missing.stderr and "url (string)" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    bad_arg = neardup("dedupe", str(small_input), str(tmp_path / "o"), "--threshold", "2")
+    assert bad_arg.returncode == 2 and "threshold must be in (0, 1]" in bad_arg.stderr
+    no_cmd = neardup("dedupe")
+    assert no_cmd.returncode == 2 and "Traceback" not in no_cmd.stderr
+
+
+@pytest.mark.slow
+def test_spark_submit_job(small_input, tmp_path):
+    import pyspark
+
+    spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    out = tmp_path / "submitted"
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": str(REPO),
+    }
+    done = subprocess.run(
+        [
+            str(spark_submit),
+            "--master",
+            "local[2]",
+            str(REPO / "jobs" / "dedupe.py"),
+            str(small_input),
+            str(out),
+            "--master",
+            "local[1]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["clusters"] == 3
+    # spark-submit's master wins over --master
+    assert report["spark"]["master"] == "local[2]"
+
+
+@pytest.mark.slow
+def test_exact_method_end_to_end(tmp_path):
+    """--method exact: identical normalised texts (case, punctuation, spacing) form a cluster;
+    a near-duplicate does not; pairs are exact copies with similarity 1."""
+    path = tmp_path / "in.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "id": ["a", "b", "c", "d"],
+                "text": [BASE, BASE.upper() + " !", BASE.replace("word20", "other"), None],
+            }
+        ),
+        path,
+    )
+    out = tmp_path / "out"
+    done = neardup("dedupe", str(path), str(out), "--method", "exact", "--no-report", *LOCAL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = ds.dataset(str(out / "clusters")).to_table().to_pylist()
+    clusters = {r["doc_id"]: r["cluster_id"] for r in rows}
+    assert clusters == {"a": "a", "b": "a", "c": "c", "d": "d"}
+    pairs = ds.dataset(str(out / "pairs")).to_table().to_pylist()
+    assert [(p["doc_a"], p["doc_b"], p["method"], p["similarity"]) for p in pairs] == [
+        ("a", "b", "exact", 1.0)
+    ]
+    report = json.loads((out / "report.json").read_text())
+    assert report["counts"]["exact_copies"] == 1 and report["counts"]["candidate_pairs"] == 0
+
+
+@pytest.mark.slow
+def test_a_job_failure_exits_1_and_commits_nothing(small_input, tmp_path):
+    """A task that fails with no retry left (local[2] allows one attempt) fails the job: exit 1,
+    the error logged with its traceback, OUTPUT not marked finished."""
+    out = tmp_path / "out"
+    env = {FAIL_ONCE_ENV: str(tmp_path / "marker")}
+    failed = neardup("dedupe", str(small_input), str(out), "--no-report", *LOCAL, env=env)
+    assert failed.returncode == 1
+    assert "the job failed" in failed.stderr and "injected task failure" in failed.stderr
+    assert not (out / "_SUCCESS").exists()
+
+
+
+def start_paused(args: tuple[str, ...], point: str, marker: Path) -> subprocess.Popen:
+    """``neardup ARGS`` in its own process group, holding at ``point`` (runtime/faults.py)."""
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        PAUSE_AT_ENV: point,
+        PAUSE_MARKER_ENV: str(marker),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "neardup_spark", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def kill_when_paused(proc: subprocess.Popen, marker: Path, timeout: float = 300) -> None:
+    """SIGKILL the whole process group once the run holds at its pause point."""
+    deadline = time.monotonic() + timeout
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), f"the run never reached its pause point (exit {proc.poll()})"
+    assert proc.poll() is None  # still running, held at the point
+    os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+
+
+def table_of(out: Path, name: str) -> list:
+    rows = ds.dataset(str(out / name)).to_table().to_pylist()
+    return sorted(tuple(r.values()) for r in rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["before_commit", "in_commit"])
+def test_a_killed_rerun_then_a_rerun(tmp_path, point):
+    """SIGKILL at a known point of a rerun with --overwrite. Before its commit: the previous
+    output is intact and still finished. During its commit: OUTPUT is not marked finished.
+    Either way the next run completes with the same results and leaves no debris."""
+    from neardup_spark.quality.generate import generate_corpus
+
+    table, _ = generate_corpus(1500, seed=2, mean_words=100)
+    pq.write_table(table, tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    args = ("dedupe", str(tmp_path / "in.parquet"), str(out), "--no-report", *LOCAL)
+    first = neardup(*args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = {name: table_of(out, name) for name in ("clusters", "pairs", "deduplicated")}
+    marker = tmp_path / "paused"
+    kill_when_paused(start_paused((*args, "--overwrite"), point, marker), marker)
+    assert (out / "_staging").is_dir()  # the killed run's debris
+    if point == "before_commit":
+        assert (out / "_SUCCESS").exists()
+        assert {name: table_of(out, name) for name in before} == before
+        again = neardup(*args)  # still finished: refused without --overwrite
+        assert again.returncode == 2 and "already holds a finished run" in again.stderr
+    else:
+        assert not (out / "_SUCCESS").exists() and not (out / "clusters").exists()
+    rerun = neardup(*args, "--overwrite")
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert not (out / "_staging").exists() and (out / "_SUCCESS").exists()
+    assert {name: table_of(out, name) for name in before} == before
