@@ -8,6 +8,7 @@ they agree on every value of at least one band, which happens with probability
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from neardup_spark.kernels.hashing import GOLDEN64, fmix64, splitmix64_stream
 
@@ -95,3 +96,32 @@ def band_keys(sketches: np.ndarray, bands: int, rows: int) -> np.ndarray:
         acc = (cube * band_multipliers(bands, rows)[None, :, :]).sum(axis=2, dtype=np.uint64)
         acc ^= np.arange(1, bands + 1, dtype=np.uint64)[None, :] * GOLDEN64
     return fmix64(acc).view(np.int64)
+
+
+def bucket_pairs(keys: np.ndarray, ids: pa.Array, all_pairs_max: int) -> tuple[pa.Array, pa.Array]:
+    """Entries sorted by (key, id) -> candidate pairs ``(doc_a, doc_b)`` of each key's run (an
+    LSH bucket): all pairs of a bucket of up to ``all_pairs_max`` members, a star from its
+    smallest id in a larger one, so a bucket of ``n`` costs ``O(n)`` pairs."""
+    if keys.size < 2:
+        return ids.slice(0, 0), ids.slice(0, 0)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sizes = np.diff(np.append(starts, keys.size))
+    left: list[np.ndarray] = []
+    right: list[np.ndarray] = []
+    for size in np.unique(sizes[(sizes >= 2) & (sizes <= all_pairs_max)]):
+        first = starts[sizes == size]
+        i, j = np.triu_indices(int(size), 1)
+        left.append((first[:, None] + i[None, :]).reshape(-1))
+        right.append((first[:, None] + j[None, :]).reshape(-1))
+    star = sizes > all_pairs_max
+    if star.any():  # a bucket too large for all pairs: a star from its smallest id
+        members = np.flatnonzero(np.repeat(star, sizes))
+        first = np.repeat(starts[star], sizes[star])
+        others = members != first
+        left.append(first[others])
+        right.append(members[others])
+    if not left:
+        return ids.slice(0, 0), ids.slice(0, 0)
+    a = pa.array(np.concatenate(left))
+    b = pa.array(np.concatenate(right))
+    return ids.take(a), ids.take(b)

@@ -1,4 +1,4 @@
-"""Verification kernels: compiled pair Jaccard, and pairing sorted side rows across batches."""
+"""Scoring side rows: a pair's two rows straddling Arrow batches are scored once."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 from neardup_spark.batch.scoring import score_sorted_sides
 from neardup_spark.columns import DOC_A, DOC_B, ESTIMATE, JACCARD, SHINGLES, SKETCH
 from neardup_spark.kernels.arrow_buffers import binary_from_csr, binary_from_rows
-from neardup_spark.kernels.jaccard import jaccard, pair_jaccards
 
 
 def _csr(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -17,19 +16,6 @@ def _csr(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     np.cumsum([r.size for r in rows], out=offsets[1:])
     values = np.concatenate(rows) if rows else np.zeros(0, np.uint64)
     return offsets, values.astype(np.uint64)
-
-
-def test_pair_jaccards_equal_set_jaccard_with_repeats_and_empty_rows() -> None:
-    rng = np.random.default_rng(3)
-    rows_a = [rng.integers(0, 50, rng.integers(0, 80)).astype(np.uint64) for _ in range(300)]
-    rows_b = [rng.integers(0, 50, rng.integers(0, 80)).astype(np.uint64) for _ in range(300)]
-    rows_a[0] = rows_b[0] = np.zeros(0, np.uint64)  # both empty: 0.0
-    rows_a[1] = np.array([2**64 - 1, 5, 5], np.uint64)  # large values, repeats
-    rows_b[1] = np.array([5, 2**64 - 1], np.uint64)
-    got = pair_jaccards(*_csr(rows_a), *_csr(rows_b))
-    expected = [jaccard(np.unique(a), np.unique(b)) for a, b in zip(rows_a, rows_b, strict=True)]
-    np.testing.assert_allclose(got, expected, rtol=0, atol=0)
-    assert got[0] == 0.0 and got[1] == 1.0
 
 
 def _side_rows(n_pairs: int) -> pa.Table:

@@ -182,7 +182,6 @@ def test_a_job_failure_exits_1_and_commits_nothing(small_input, tmp_path):
     assert not (out / "_SUCCESS").exists()
 
 
-
 def start_paused(args: tuple[str, ...], point: str, marker: Path) -> subprocess.Popen:
     """``neardup ARGS`` in its own process group, holding at ``point`` (runtime/faults.py)."""
     env = {

@@ -19,7 +19,6 @@ def test_fingerprint_command_reproduces_the_seed(capsys):
 
 
 def test_fingerprint_command_other_methods(capsys):
-
     assert main(["fingerprint", "--method", "exact", "The  Crawler!"]) == 0
     assert capsys.readouterr().out.strip() == to_hex(exact_fingerprint("the crawler"))
     assert main(["fingerprint", "--method", "minhash", D1]) == 0

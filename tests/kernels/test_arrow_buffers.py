@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup_spark.kernels.arrow_buffers import binary_from_csr, binary_from_rows, csr_from_binary
+from neardup_spark.kernels.arrow_buffers import (
+    binary_from_csr,
+    binary_from_rows,
+    csr_from_binary,
+    sorted_sets,
+)
 
 
 def test_binary_round_trip():
@@ -18,3 +23,10 @@ def test_binary_round_trip():
     assert sliced_offsets.tolist() == [0, 0, 3] and sliced.tolist() == [6, 9, 12]
     rows = binary_from_rows(np.arange(6, dtype=np.uint32).reshape(2, 3))
     assert csr_from_binary(rows, np.uint32)[1].tolist() == list(range(6))
+
+
+def test_sorted_sets():
+    offsets, values = sorted_sets(
+        np.array([0, 4, 4, 6]), np.array([9, 3, 9, 1, 7, 7], dtype=np.uint64)
+    )
+    assert offsets.tolist() == [0, 3, 3, 4] and values.tolist() == [1, 3, 9, 7]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neardup_spark.kernels.jaccard import containment, intersection_size, jaccard
+from neardup_spark.kernels.jaccard import containment, intersection_size, jaccard, pair_jaccards
 
 
 def brute_jaccard(a, b):
@@ -25,3 +25,23 @@ def test_jaccard_and_containment_match_sets(a, b):
     assert intersection_size(x, y) == len(a & b)
     assert jaccard(x, y) == pytest.approx(brute_jaccard(a, b))
     assert containment(x, y) == pytest.approx(len(a & b) / len(a) if a else 0.0)
+
+
+def _csr(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([r.size for r in rows], out=offsets[1:])
+    values = np.concatenate(rows) if rows else np.zeros(0, np.uint64)
+    return offsets, values.astype(np.uint64)
+
+
+def test_pair_jaccards_equal_set_jaccard_with_repeats_and_empty_rows() -> None:
+    rng = np.random.default_rng(3)
+    rows_a = [rng.integers(0, 50, rng.integers(0, 80)).astype(np.uint64) for _ in range(300)]
+    rows_b = [rng.integers(0, 50, rng.integers(0, 80)).astype(np.uint64) for _ in range(300)]
+    rows_a[0] = rows_b[0] = np.zeros(0, np.uint64)  # both empty: 0.0
+    rows_a[1] = np.array([2**64 - 1, 5, 5], np.uint64)  # large values, repeats
+    rows_b[1] = np.array([5, 2**64 - 1], np.uint64)
+    got = pair_jaccards(*_csr(rows_a), *_csr(rows_b))
+    expected = [jaccard(np.unique(a), np.unique(b)) for a, b in zip(rows_a, rows_b, strict=True)]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=0)
+    assert got[0] == 0.0 and got[1] == 1.0

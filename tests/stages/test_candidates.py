@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 
 from neardup_spark.columns import BAND_KEYS, DOC_A, DOC_B, DOC_ID
+from neardup_spark.kernels.lsh import bucket_pairs
 from neardup_spark.stages.candidates import (
-    _bucket_pairs,
     banded_candidate_pairs,
     bucket_members,
     candidate_pairs,
@@ -49,7 +49,7 @@ def test_blocked_pairs_equal_bucket_lists(spark, id_type: str, parts: int) -> No
 def test_bucket_pairs_small_bucket_all_pairs_large_bucket_star() -> None:
     keys = np.array([1, 1, 1, 2, 3, 3, 3, 3, 3], dtype=np.int64)
     ids = pa.array(["a", "b", "c", "x", "p", "q", "r", "s", "t"])
-    doc_a, doc_b = _bucket_pairs(keys, ids, all_pairs_max=4)
+    doc_a, doc_b = bucket_pairs(keys, ids, all_pairs_max=4)
     got = sorted(zip(doc_a.to_pylist(), doc_b.to_pylist(), strict=True))
     # bucket 1 (3 <= 4 members): all pairs; bucket 2: none; bucket 3 (5 > 4): a star from "p"
     assert got == [
