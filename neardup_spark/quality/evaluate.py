@@ -73,6 +73,7 @@ from neardup_spark.errors import UserError
 from neardup_spark.io.finished import read_table
 from neardup_spark.io.output import REPORT_FILE
 from neardup_spark.kernels.normalize import DEFAULT_OPTIONS
+from neardup_spark.quality.generate import generated_part
 from neardup_spark.quality.ids import column, id_examples, index_in, pair_keys
 from neardup_spark.quality.labelled import evaluate_labelled
 from neardup_spark.quality.metrics import (
@@ -140,11 +141,11 @@ def evaluate(
     }
     oracle = None
     if corpus is not None:
-        corpus = resolve_dataset(corpus, "corpus")
+        corpus = generated_part(corpus, "corpus")
         oracle = _oracle(run, corpus, threshold, oracle_max_docs, block_work)
         result["oracle"] = oracle.section
     if truth is not None:
-        truth = resolve_dataset(truth, "truth")
+        truth = generated_part(truth, "truth")
         result["truth"] = _truth(run, truth, threshold, oracle)
     if labelled or labelled_dir is not None:
         result["labelled"] = evaluate_labelled(labelled_dir, threshold=threshold, ngram=s.ngram)
@@ -163,13 +164,6 @@ def _threshold(output: str, run: RunTables, threshold: float | None) -> tuple[fl
     if not 0.0 < threshold <= 1.0:
         raise UserError(f"threshold must be in (0, 1], got {threshold}")
     return threshold, source
-
-
-def resolve_dataset(path: str, child: str) -> str:
-    """``DIR`` made by ``neardup generate`` stands for ``DIR/child``."""
-    if "://" not in path and os.path.isdir(os.path.join(path, child)):
-        return os.path.join(path, child)
-    return path
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ Same ``(n_docs, seed, mean_words)``, same tables, byte for byte.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -310,6 +311,14 @@ def _truth_table(plan: Plan, jaccards: np.ndarray, width: int) -> pa.Table:
         ],
         schema=TRUTH_SCHEMA,
     )
+
+
+def generated_part(path: str, part: str) -> str:
+    """``DIR`` written by :func:`write_corpus` stands for ``DIR/part`` (``corpus`` or
+    ``truth``); any other path, or a URI, stands for itself."""
+    if "://" not in path and os.path.isdir(os.path.join(path, part)):
+        return os.path.join(path, part)
+    return path
 
 
 # Row groups of a few thousand documents, as crawl dumps written in blocks have: Spark can then

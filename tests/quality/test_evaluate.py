@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from neardup_spark.errors import UserError
-from neardup_spark.quality.evaluate import evaluate, resolve_dataset
+from neardup_spark.quality.evaluate import evaluate
 from tests.quality.evaluation_scenario import (
     THRESHOLD,
     Scenario,
@@ -193,13 +193,6 @@ def test_summary_without_truth_or_corpus(scenario):
     assert summary["clusters"] == len(set(scenario.labels))
     assert summary["pairs"] == len(scenario.pairs)
     assert summary["pairs_by_method"] == {"minhash": len(scenario.pairs) - 2, "simhash": 2}
-
-
-def test_resolve_dataset_prefers_the_generated_child(tmp_path):
-    (tmp_path / "gen" / "truth").mkdir(parents=True)
-    assert resolve_dataset(str(tmp_path / "gen"), "truth") == str(tmp_path / "gen" / "truth")
-    assert resolve_dataset(str(tmp_path / "gen"), "corpus") == str(tmp_path / "gen")
-    assert resolve_dataset("s3://bucket/gen", "truth") == "s3://bucket/gen"
 
 
 @pytest.mark.parametrize("threshold", [0.0, 1.5])

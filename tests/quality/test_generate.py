@@ -22,6 +22,7 @@ from neardup_spark.quality.generate import (
     CORPUS_SCHEMA,
     TRUTH_SCHEMA,
     generate_corpus,
+    generated_part,
     id_width,
     write_corpus,
 )
@@ -321,3 +322,14 @@ def test_write_corpus_refuses_a_file_as_directory(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(UserError, match="not a directory"):
         write_corpus(str(tmp_path / "file"), 10)
+
+
+def test_a_generated_directory_stands_for_its_part(tmp_path):
+    write_corpus(str(tmp_path / "gen"), 10, mean_words=20)
+    assert generated_part(str(tmp_path / "gen"), "truth") == str(tmp_path / "gen" / "truth")
+    assert generated_part(str(tmp_path / "gen"), "corpus") == str(tmp_path / "gen" / "corpus")
+    assert generated_part(str(tmp_path / "gen"), "other") == str(tmp_path / "gen")
+    assert generated_part(str(tmp_path / "gen" / "corpus"), "corpus") == str(
+        tmp_path / "gen" / "corpus"
+    )
+    assert generated_part("s3://bucket/gen", "truth") == "s3://bucket/gen"
