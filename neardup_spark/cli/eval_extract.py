@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neardup_spark.errors import EXIT_OK
 from neardup_spark.quality.extraction_eval import (
     evaluate_extractor,
     extractors,
@@ -77,4 +78,4 @@ def run_eval_extract(args: argparse.Namespace) -> int:
         print(f"skipped WARC reading: no *.warc* files in {args.warc}", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
-    return 0
+    return EXIT_OK

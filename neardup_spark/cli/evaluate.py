@@ -8,12 +8,9 @@ import json
 from typing import Any
 
 from neardup_spark.errors import EXIT_OK
-from neardup_spark.quality.evaluate import (
-    DEFAULT_ORACLE_MAX_DOCS,
-    LABELLED_ENV,
-    evaluate,
-    format_table,
-)
+from neardup_spark.quality.evaluate import DEFAULT_ORACLE_MAX_DOCS, evaluate
+from neardup_spark.quality.evaluation_tables import format_table
+from neardup_spark.quality.labelled import LABELLED_ENV
 
 
 def register(sub: Any) -> None:

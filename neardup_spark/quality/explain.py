@@ -24,7 +24,7 @@ pairs, so a candidate pair inside such a bucket is compared through the star's c
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from neardup_spark.kernels.minhash import (
     standard_error,
 )
 from neardup_spark.kernels.normalize import normalize_texts
-from neardup_spark.kernels.shingles import shingle_sets, shingle_strings
+from neardup_spark.kernels.shingles import ShingleSets, shingle_sets, shingle_strings
 from neardup_spark.kernels.simhash import (
     cosine_from_hamming,
     hamming,
@@ -52,6 +52,7 @@ from neardup_spark.kernels.simhash import (
     table_keys,
     word_features,
 )
+from neardup_spark.quality.generate import generated_part
 
 SHARED_EXAMPLES = 5
 
@@ -61,13 +62,6 @@ VERDICT_REJECTED = "candidate, not verified"
 VERDICT_MISSED = "not a candidate, would have been verified"
 VERDICT_NEITHER = "not a candidate"
 VERDICT_DIFFERENT = "not exact copies"
-
-
-def _resolve_input(path: str) -> str:
-    """A directory written by ``neardup generate`` stands for its ``corpus/``."""
-    if "://" not in path and os.path.isdir(os.path.join(path, "corpus")):
-        return os.path.join(path, "corpus")
-    return path
 
 
 def _typed_id(value: Any, type_: pa.DataType, id_col: str) -> Any:
@@ -96,7 +90,7 @@ def read_pair(
     Reads only the two rows (dataset filter on ``id_col``). A missing id, column or input is a
     :class:`UserError` naming it.
     """
-    path = _resolve_input(input_path)
+    path = generated_part(input_path, "corpus")
     try:
         dataset = ds.dataset(path, format="parquet")
     except FileNotFoundError:
@@ -162,6 +156,134 @@ def _verdict(method: str, exact: bool, candidate: bool, verified: bool) -> str:
     return VERDICT_MISSED if verified else VERDICT_NEITHER
 
 
+@dataclass(frozen=True)
+class _Shingles:
+    """The pair's shingle sets: hashes (what the job compares), strings (what people read)."""
+
+    sets: ShingleSets
+    shared_strings: list[str]
+    inter: int
+    jaccard: float
+
+    @property
+    def a(self) -> np.ndarray:
+        return self.sets.doc(0)
+
+    @property
+    def b(self) -> np.ndarray:
+        return self.sets.doc(1)
+
+
+def _shingles(normalized: pa.Array, config: DedupeConfig) -> _Shingles:
+    norm_a, norm_b = normalized.to_pylist()
+    sets = shingle_sets(normalized, config.ngram, config.seed)
+    set_a, set_b = sets.doc(0), sets.doc(1)
+    strings_a = shingle_strings(norm_a or "", config.ngram)
+    strings_b = set(shingle_strings(norm_b or "", config.ngram))
+    shared = [s for s in strings_a if s in strings_b]
+    return _Shingles(sets, shared, intersection_size(set_a, set_b), jaccard(set_a, set_b))
+
+
+def _minhash(sh: _Shingles, config: DedupeConfig) -> dict[str, Any]:
+    """MinHash and banding, exactly as the sketch stage does it."""
+    bands, rows = config.banding.bands, config.banding.rows
+    family = MultiplyShiftFamily.from_seed(config.num_perm, config.seed)
+    sketches = signatures(sh.sets.offsets, sh.sets.hashes, family)
+    both_have_shingles = bool(sh.a.size and sh.b.size)
+    keys = band_keys(sketches, bands, rows)
+    matched = np.flatnonzero(keys[0] == keys[1]).tolist() if both_have_shingles else []
+    agreeing = int(np.count_nonzero(sketches[0] == sketches[1])) if both_have_shingles else 0
+    return {
+        "num_perm": config.num_perm,
+        "agreeing": agreeing,
+        "estimate": estimate(sketches[0], sketches[1]) if both_have_shingles else 0.0,
+        "standard_error": standard_error(sh.jaccard, config.num_perm),
+        "bands": bands,
+        "rows": rows,
+        "matched_bands": matched,
+        "candidate_probability": float(candidate_probability(sh.jaccard, bands, rows)),
+    }
+
+
+def _simhash(normalized: pa.Array, config: DedupeConfig) -> tuple[dict[str, Any], bool]:
+    """SimHash with the job's settings (default: mmh3 word hashes weighted by count), and
+    whether both documents have features."""
+    fps, has_features, tkeys = _simhash_pair(normalized, config)
+    distance = int(hamming(fps[:1], fps[1:])[0])
+    both_have_features = bool(has_features.all())
+    shared_tables = np.flatnonzero(tkeys[0] == tkeys[1]).tolist() if both_have_features else []
+    section = {
+        "fingerprints": [to_hex(int(f)) for f in fps],
+        "hamming": distance,
+        "cosine_estimate": float(cosine_from_hamming(distance)),
+        "hamming_k": config.hamming_k,
+        "tables": int(tkeys.shape[1]),
+        "shared_tables": shared_tables,
+    }
+    return section, both_have_features
+
+
+def _decision(
+    config: DedupeConfig,
+    identical: bool,
+    jaccard_: float,
+    minhash: dict[str, Any],
+    simhash: dict[str, Any],
+    both_have_features: bool,
+) -> dict[str, Any]:
+    """``candidate``, ``verified``, ``paired`` and the verdict, by the rules of
+    ``config.method`` (the exact stage pairs identical non-empty normalised texts)."""
+    exact = identical and (config.method == "exact" or config.exact_first)
+    if config.method == "simhash":
+        candidate = bool(simhash["shared_tables"])
+        verified = both_have_features and simhash["hamming"] <= config.hamming_k
+    elif config.method == "minhash":
+        candidate = bool(minhash["matched_bands"])
+        verified = jaccard_ >= config.threshold
+    else:
+        candidate = verified = identical
+    verdict = _verdict(config.method, exact, candidate, verified)
+    paired = verdict in (VERDICT_EXACT, VERDICT_PAIRED)
+    return {"candidate": candidate, "verified": verified, "paired": paired, "verdict": verdict}
+
+
+def _documents(
+    ids: tuple[Any, Any],
+    texts: tuple[str | None, str | None],
+    norms: list[str | None],
+    sh: _Shingles,
+    fps: tuple[int, int],
+) -> list[dict[str, Any]]:
+    """Per document: characters, words, distinct shingles, exact fingerprint."""
+    return [
+        {
+            "id": doc_id,
+            "chars": len(text) if text is not None else None,
+            "text_is_null": text is None,
+            "words": len((norm or "").split()),
+            "shingles": int(n),
+            "exact_fingerprint": to_hex(fp) if norm else None,
+        }
+        for doc_id, text, norm, n, fp in zip(ids, texts, norms, sh.sets.sizes(), fps, strict=True)
+    ]
+
+
+def _settings(config: DedupeConfig) -> dict[str, Any]:
+    """The settings the explanation used."""
+    return {
+        "ngram": config.ngram,
+        "seed": config.seed,
+        "num_perm": config.num_perm,
+        "threshold": config.threshold,
+        "bands": config.banding.bands,
+        "rows": config.banding.rows,
+        "hamming_k": config.hamming_k,
+        "blocks": config.blocks,
+        "simhash": f"{config.simhash_features}/{config.simhash_hash}/{config.simhash_weighting}",
+        "exact_first": config.exact_first,
+    }
+
+
 def explain(
     input_path: str,
     id_a: Any,
@@ -180,120 +302,33 @@ def explain(
     ``hamming``, shared tables), ``exact_copy``, ``candidate``, ``verified``, ``paired``
     and ``verdict``.
     """
-    bands, rows = config.banding.bands, config.banding.rows
     a, b, text_a, text_b = read_pair(input_path, id_a, id_b, config.id_col, config.text_col)
     normalized = normalize_texts(pa.array([text_a, text_b], pa.large_string()), config.normalize)
     norm_a, norm_b = normalized.to_pylist()
-    words = [len((t or "").split()) for t in (norm_a, norm_b)]
-
-    # Shingles: hashes (what the job compares) and strings (what people read).
-    sets = shingle_sets(normalized, config.ngram, config.seed)
-    set_a, set_b = sets.doc(0), sets.doc(1)
-    strings_a = shingle_strings(norm_a or "", config.ngram)
-    strings_b = set(shingle_strings(norm_b or "", config.ngram))
-    shared_strings = [s for s in strings_a if s in strings_b]
-    inter = intersection_size(set_a, set_b)
-    exact_j = jaccard(set_a, set_b)
-
-    # MinHash and banding, exactly as the sketch stage does it.
-    family = MultiplyShiftFamily.from_seed(config.num_perm, config.seed)
-    sketches = signatures(sets.offsets, sets.hashes, family)
-    both_have_shingles = bool(set_a.size and set_b.size)
-    keys = band_keys(sketches, bands, rows)
-    matched = np.flatnonzero(keys[0] == keys[1]).tolist() if both_have_shingles else []
-    agreeing = int(np.count_nonzero(sketches[0] == sketches[1])) if both_have_shingles else 0
-
-    # SimHash with the job's settings (default: mmh3 word hashes weighted by count).
-    fps, has_features, tkeys = _simhash_pair(normalized, config)
-    distance = int(hamming(fps[:1], fps[1:])[0])
-    both_have_features = bool(has_features.all())
-    shared_tables = np.flatnonzero(tkeys[0] == tkeys[1]).tolist() if both_have_features else []
-
-    # Exact fingerprints: the exact stage pairs identical non-empty normalised texts.
+    sh = _shingles(normalized, config)
+    minhash = _minhash(sh, config)
+    simhash, both_have_features = _simhash(normalized, config)
     fp_a, fp_b = exact_fingerprint(norm_a), exact_fingerprint(norm_b)
     identical = bool(norm_a) and fp_a == fp_b and norm_a == norm_b
-    exact_stage = config.method == "exact" or config.exact_first
-    exact = identical and exact_stage
-
-    if config.method == "simhash":
-        candidate = bool(shared_tables)
-        verified = both_have_features and distance <= config.hamming_k
-    elif config.method == "minhash":
-        candidate = bool(matched)
-        verified = exact_j >= config.threshold
-    else:
-        candidate = verified = identical
-    verdict = _verdict(config.method, exact, candidate, verified)
-    paired = verdict in (VERDICT_EXACT, VERDICT_PAIRED)
-
-    documents = [
-        {
-            "id": doc_id,
-            "chars": len(text) if text is not None else None,
-            "text_is_null": text is None,
-            "words": n_words,
-            "shingles": int(n),
-            "exact_fingerprint": to_hex(fp) if norm else None,
-        }
-        for doc_id, text, norm, n_words, n, fp in zip(
-            (a, b),
-            (text_a, text_b),
-            (norm_a, norm_b),
-            words,
-            sets.sizes(),
-            (fp_a, fp_b),
-            strict=True,
-        )
-    ]
+    decision = _decision(config, identical, sh.jaccard, minhash, simhash, both_have_features)
     return {
         "input": input_path,
         "ids": [a, b],
         "method": config.method,
-        "config": {
-            "ngram": config.ngram,
-            "seed": config.seed,
-            "num_perm": config.num_perm,
-            "threshold": config.threshold,
-            "bands": bands,
-            "rows": rows,
-            "hamming_k": config.hamming_k,
-            "blocks": config.blocks,
-            "simhash": f"{config.simhash_features}/{config.simhash_hash}/"
-            f"{config.simhash_weighting}",
-            "exact_first": config.exact_first,
-        },
-        "documents": documents,
+        "config": _settings(config),
+        "documents": _documents((a, b), (text_a, text_b), [norm_a, norm_b], sh, (fp_a, fp_b)),
         "shingles": {
-            "shared": inter,
-            "union": int(set_a.size + set_b.size - inter),
-            "examples": shared_strings[: max(shared_examples, 0)],
+            "shared": sh.inter,
+            "union": int(sh.a.size + sh.b.size - sh.inter),
+            "examples": sh.shared_strings[: max(shared_examples, 0)],
         },
-        "jaccard": exact_j,
-        "containment_a_in_b": containment(set_a, set_b),
-        "containment_b_in_a": containment(set_b, set_a),
-        "minhash": {
-            "num_perm": config.num_perm,
-            "agreeing": agreeing,
-            "estimate": estimate(sketches[0], sketches[1]) if both_have_shingles else 0.0,
-            "standard_error": standard_error(exact_j, config.num_perm),
-            "bands": bands,
-            "rows": rows,
-            "matched_bands": matched,
-            "candidate_probability": float(candidate_probability(exact_j, bands, rows)),
-        },
-        "simhash": {
-            "fingerprints": [to_hex(int(f)) for f in fps],
-            "hamming": distance,
-            "cosine_estimate": float(cosine_from_hamming(distance)),
-            "hamming_k": config.hamming_k,
-            "tables": int(tkeys.shape[1]),
-            "shared_tables": shared_tables,
-        },
+        "jaccard": sh.jaccard,
+        "containment_a_in_b": containment(sh.a, sh.b),
+        "containment_b_in_a": containment(sh.b, sh.a),
+        "minhash": minhash,
+        "simhash": simhash,
         "exact_copy": identical,
-        "candidate": candidate,
-        "verified": verified,
-        "paired": paired,
-        "verdict": verdict,
+        **decision,
     }
 
 

@@ -26,8 +26,14 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+import pyarrow.parquet as pq
+from fastwarc.warc import ArchiveIterator
+
+from neardup_spark.ingest.warc import extract_text
 
 SHARED_ENV = "NEARDUP_SHARED_DATA"
 _TOKEN = re.compile(r"\w+")
@@ -63,22 +69,20 @@ def token_scores(predicted: str | None, gold: str | None) -> tuple[float, float,
 
 def extractors() -> dict[str, Callable[[str], str]]:
     """The candidates: the ingest's two modes, and trafilatura if it is installed."""
-    from neardup_spark.ingest.warc import extract_text
-
     found: dict[str, Callable[[str], str]] = {
         "resiliparse main (--extract main)": lambda html: extract_text(html, "main"),
         "resiliparse text (--extract text)": lambda html: extract_text(html, "text"),
     }
     try:
-        import trafilatura
+        import trafilatura  # optional (the eval extra), so imported only when comparing
     except ImportError:
         return found
-    version = getattr(trafilatura, "__version__", "?")
+    trafilatura_version = getattr(trafilatura, "__version__", "?")
 
     def with_trafilatura(html: str) -> str:
         return trafilatura.extract(html, include_comments=False) or ""
 
-    found[f"trafilatura {version} (include_comments=False)"] = with_trafilatura
+    found[f"trafilatura {trafilatura_version} (include_comments=False)"] = with_trafilatura
     return found
 
 
@@ -107,8 +111,6 @@ def evaluate_extractor(
 
 def read_benchmark(path: Path) -> list[tuple[str, str]]:
     """(html, article_body) pairs of the benchmark Parquet file."""
-    import pyarrow.parquet as pq
-
     table = pq.read_table(path, columns=["html", "article_body"])
     return list(
         zip(table.column("html").to_pylist(), table.column("article_body").to_pylist(), strict=True)
@@ -116,8 +118,6 @@ def read_benchmark(path: Path) -> list[tuple[str, str]]:
 
 
 def _fastwarc_pass(data: bytes) -> int:
-    from fastwarc.warc import ArchiveIterator
-
     n = 0
     for record in ArchiveIterator(io.BytesIO(data), parse_http=True):
         record.reader.read()
@@ -126,10 +126,11 @@ def _fastwarc_pass(data: bytes) -> int:
 
 
 def _warcio_pass(data: bytes) -> int:
-    from warcio.archiveiterator import ArchiveIterator
+    # warcio is optional (a dev dependency): imported only when it is timed.
+    from warcio.archiveiterator import ArchiveIterator as WarcioIterator
 
     n = 0
-    for record in ArchiveIterator(io.BytesIO(data)):
+    for record in WarcioIterator(io.BytesIO(data)):
         record.raw_stream.read()
         n += 1
     return n
@@ -141,7 +142,7 @@ def warc_read_speed(files: Sequence[Path], repeats: int = 5) -> dict[str, dict[s
     total = sum(len(b) for b in blobs)
     readers: dict[str, Callable[[bytes], int]] = {"fastwarc": _fastwarc_pass}
     try:
-        import warcio  # noqa: F401
+        import warcio  # noqa: F401  (optional: time it only when installed)
 
         readers["warcio"] = _warcio_pass
     except ImportError:
@@ -164,8 +165,7 @@ def warc_read_speed(files: Sequence[Path], repeats: int = 5) -> dict[str, dict[s
 
 
 def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
+    """Installed versions of the libraries compared."""
     out = {}
     for name in ("resiliparse", "fastwarc", "warcio", "trafilatura"):
         with contextlib.suppress(PackageNotFoundError):

@@ -6,7 +6,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from neardup_spark.cli import main
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
 from neardup_spark.kernels.lsh import candidate_probability
@@ -167,11 +166,17 @@ def test_simhash_method_uses_the_hamming_limit(small):
     assert far["simhash"]["hamming"] > 3 and not far["paired"]
 
 
-def test_cli_exit_codes(small, capsys):
-    assert main(["explain", small, "d1", "d2", "--ngram", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "jaccard   0.3333" in out and "verdict" in out
-    assert main(["explain", small, "d1", "zzz"]) == 2
-    assert "'zzz'" in capsys.readouterr().err
-    assert main(["explain", small, "d1", "d2", "--json"]) == 0
-    assert '"verdict"' in capsys.readouterr().out
+def test_a_null_text_is_shown_as_such(tmp_path):
+    pq.write_table(pa.table({"id": ["a", "b"], "text": [None, D1]}), tmp_path / "p.parquet")
+    result = explain(str(tmp_path), "a", "b", build_config())
+    assert result["documents"][0]["text_is_null"] and result["documents"][0]["chars"] is None
+    assert result["documents"][0]["exact_fingerprint"] is None
+    assert result["verdict"] == "not a candidate" and not result["paired"]
+    assert "A         null text" in format_explanation(result)
+
+
+def test_exact_method_pairs_only_identical_texts(small):
+    config = build_config(options={"method": "exact"})
+    assert explain(small, "d1", "d1-copy", config)["verdict"] == "exact copy"
+    other = explain(small, "d1", "d2", config)
+    assert other["verdict"] == "not exact copies" and not other["candidate"]

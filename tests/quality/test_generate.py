@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import doctest
+import hashlib
+import json
 import re
 from collections import Counter, defaultdict
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -12,18 +16,21 @@ import pytest
 
 from neardup_spark.errors import UserError
 from neardup_spark.kernels.normalize import normalize_text
+from neardup_spark.quality import generate
+from neardup_spark.quality.edits import EDITS, KINDS
 from neardup_spark.quality.generate import (
+    CORPUS_SCHEMA,
+    TRUTH_SCHEMA,
+    generate_corpus,
+    generated_part,
+    id_width,
+    write_corpus,
+)
+from neardup_spark.quality.language import (
     BOILERPLATE_FOOTERS,
     BOILERPLATE_HEADERS,
-    CORPUS_SCHEMA,
-    EDITS,
-    KINDS,
-    TRUTH_SCHEMA,
     VOCAB_SIZE,
-    _id_width,
-    generate_corpus,
     language,
-    write_corpus,
 )
 
 N_DOCS = 2000
@@ -65,6 +72,38 @@ def punctuation(text: str) -> str:
     return re.sub(r"[^.,!?;:\n]", "", text)
 
 
+def corpus_digest(corpus: pa.Table, truth: pa.Table) -> str:
+    """SHA-256 of every id and text, and every truth row (Jaccard as an exact hex float)."""
+    h = hashlib.sha256()
+    for doc_id, text in zip(corpus["id"].to_pylist(), corpus["text"].to_pylist(), strict=True):
+        h.update(json.dumps([doc_id, text]).encode() + b"\n")
+    for r in truth.to_pylist():
+        row = [r["doc_a"], r["doc_b"], r["kind"], r["jaccard"].hex()]
+        h.update(json.dumps(row).encode() + b"\n")
+    return h.hexdigest()
+
+
+# Digests of the skeleton commit's generator (e5ece5d, before generate.py was split into
+# language, documents, edits and generate): a seed's corpus must never change, bit for bit.
+# (8000, 11, 30) spans two batches of originals (BATCH_DOCS = 5000).
+DIGESTS = {
+    (8000, 11, 30): "0cc9e4e35b6055a7e823f21c256824f01bc118ca853f2072004ce9eac1ebf519",
+    (2000, 7, 150): "35222a5aad03950d8d28480847f0136a2695c17e5277ef1bfb147e5974bd8bf0",
+    (20, 1, 30): "07bb5d091927b6f145e0a54299f0b4bc982b2d2f448d23218457f328eb2bd5f8",
+}
+
+
+@pytest.mark.parametrize(("n_docs", "seed", "mean_words"), list(DIGESTS))
+def test_a_seed_gives_the_same_corpus_bit_for_bit(n_docs, seed, mean_words):
+    corpus, truth = generate_corpus(n_docs, seed=seed, mean_words=mean_words)
+    assert corpus_digest(corpus, truth) == DIGESTS[(n_docs, seed, mean_words)]
+
+
+def test_the_docstring_example_holds():
+    results = doctest.testmod(generate)
+    assert results.attempted > 0 and results.failed == 0
+
+
 def test_same_seed_same_tables_other_seed_other_tables():
     corpus1, truth1 = generate_corpus(300, seed=3, mean_words=80)
     corpus2, truth2 = generate_corpus(300, seed=3, mean_words=80)
@@ -102,7 +141,7 @@ def test_ids_unique_zero_padded_in_order(generated):
 
 @pytest.mark.parametrize(("n_docs", "width"), [(1, 7), (10_000_000, 7), (10_000_001, 8)])
 def test_id_width_fits_string_order_to_numeric_order(n_docs, width):
-    assert _id_width(n_docs) == width
+    assert id_width(n_docs) == width
 
 
 def test_truth_ids_exist_and_pairs_are_ordered(pairs, texts):
@@ -243,7 +282,6 @@ def test_write_corpus_refuses_then_overwrites(tmp_path):
     assert summary["truth_pairs"] == expected_truth.num_rows == 36
     assert sum(summary["by_kind"].values()) == 36
     assert summary["files"] == 3
-    assert summary["seconds"] >= 0
 
     with pytest.raises(UserError, match="overwrite"):
         write_corpus(str(tmp_path), 50, seed=5, mean_words=40)
@@ -260,3 +298,38 @@ def test_write_corpus_refuses_a_leftover_truth_directory(tmp_path):
     with pytest.raises(UserError, match="truth"):
         write_corpus(str(tmp_path), 10, mean_words=20)
     assert not (tmp_path / "corpus").exists()
+
+
+def test_write_corpus_reports_the_time_from_start_to_written(tmp_path, monkeypatch):
+    """``seconds`` is the clock from before generating to after writing, to the millisecond."""
+    clock = iter([100.0, 102.2504])  # a third reading would raise StopIteration
+    monkeypatch.setattr(generate, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    summary = write_corpus(str(tmp_path), 30, seed=1, mean_words=20)
+    assert summary["seconds"] == 2.25
+    assert summary["by_kind"] == dict(
+        Counter(pq.read_table(tmp_path / "truth")["kind"].to_pylist())
+    )
+
+
+@pytest.mark.parametrize("rows_per_file", [0, -1])
+def test_write_corpus_refuses_bad_rows_per_file(tmp_path, rows_per_file):
+    with pytest.raises(UserError, match="rows per file"):
+        write_corpus(str(tmp_path), 10, rows_per_file=rows_per_file)
+    assert not (tmp_path / "corpus").exists()
+
+
+def test_write_corpus_refuses_a_file_as_directory(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UserError, match="not a directory"):
+        write_corpus(str(tmp_path / "file"), 10)
+
+
+def test_a_generated_directory_stands_for_its_part(tmp_path):
+    write_corpus(str(tmp_path / "gen"), 10, mean_words=20)
+    assert generated_part(str(tmp_path / "gen"), "truth") == str(tmp_path / "gen" / "truth")
+    assert generated_part(str(tmp_path / "gen"), "corpus") == str(tmp_path / "gen" / "corpus")
+    assert generated_part(str(tmp_path / "gen"), "other") == str(tmp_path / "gen")
+    assert generated_part(str(tmp_path / "gen" / "corpus"), "corpus") == str(
+        tmp_path / "gen" / "corpus"
+    )
+    assert generated_part("s3://bucket/gen", "truth") == "s3://bucket/gen"
