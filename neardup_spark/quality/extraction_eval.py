@@ -63,7 +63,7 @@ def token_scores(predicted: str | None, gold: str | None) -> tuple[float, float,
 
 def extractors() -> dict[str, Callable[[str], str]]:
     """The candidates: the ingest's two modes, and trafilatura if it is installed."""
-    from neardup_spark.ingest.warc import extract_text
+    from neardup_spark.ingest.extract import extract_text
 
     found: dict[str, Callable[[str], str]] = {
         "resiliparse main (--extract main)": lambda html: extract_text(html, "main"),
