@@ -7,12 +7,15 @@
     OUTPUT/summary.json  counts: records by type, documents, skipped by reason, charsets, ...
     OUTPUT/_SUCCESS      written last
 
-then ``neardup dedupe OUTPUT/corpus DEDUPED``. The output may be any path Spark writes.
+then ``neardup dedupe OUTPUT/corpus DEDUPED``. Like a dedupe run, the job writes under
+``OUTPUT/_staging/RUN_ID/`` and commits at the end (:class:`~neardup_spark.io.output.OutputDir`),
+so an ingest killed at any point leaves a previous finished OUTPUT as it was. The output may be
+any path Spark writes.
 
 :func:`ingest` reads as its steps: list the files, read them into one record table
 (:func:`read_records`), mark repeated ids (:func:`mark_duplicate_ids`), count
 (:func:`tally_records`), write the tables (:func:`write_tables`), summarise
-(:func:`build_summary`). None of the records' problems fails the job (see
+(:func:`build_summary`), commit. None of the records' problems fails the job (see
 :mod:`.schema` for the skip reasons).
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,14 +54,14 @@ from neardup_spark.ingest.schema import (
     SKIPPED_COLUMNS,
 )
 from neardup_spark.ingest.warc import WarcFile, list_warc_files, read_files
-from neardup_spark.io.output import SUCCESS_MARKER, OutputDir
+from neardup_spark.io.output import OutputDir, OutputLayout
 
 log = logging.getLogger(__name__)
 
 CORPUS_DIR = "corpus"
 SKIPPED_DIR = "skipped"
 SUMMARY_FILE = "summary.json"
-INGEST_ENTRIES = frozenset({CORPUS_DIR, SKIPPED_DIR, SUMMARY_FILE, SUCCESS_MARKER})
+INGEST_LAYOUT = OutputLayout(committed=(CORPUS_DIR, SKIPPED_DIR, SUMMARY_FILE), kind="ingest")
 # Above this many repeated ids the join that marks them is not broadcast.
 BROADCAST_MAX_IDS = 1_000_000
 # The summary lists at most this many file errors and values per count.
@@ -184,12 +188,12 @@ def file_errors(records: DataFrame) -> list[dict[str, Any]]:
     ]
 
 
-def write_tables(records: DataFrame, out: OutputDir) -> None:
-    """Write the documents to ``corpus/`` and everything else to ``skipped/`` under ``out``."""
+def write_tables(records: DataFrame, staged: OutputDir) -> None:
+    """Write the documents to ``corpus/`` and everything else to ``skipped/`` under ``staged``."""
     documents = records.where(F.col("skip_reason").isNull()).select(*CORPUS_COLUMNS)
-    documents.write.mode("overwrite").parquet(out.child(CORPUS_DIR))
+    documents.write.parquet(staged.child(CORPUS_DIR))
     skipped = records.where(F.col("skip_reason").isNotNull()).select(*SKIPPED_COLUMNS)
-    skipped.write.mode("overwrite").parquet(out.child(SKIPPED_DIR))
+    skipped.write.parquet(staged.child(SKIPPED_DIR))
 
 
 def _top(counter: Counter[str]) -> dict[str, int]:
@@ -257,23 +261,8 @@ def list_inputs(paths: Sequence[str], output: str) -> list[WarcFile]:
     return list_warc_files(paths)
 
 
-def prepare_output(spark: SparkSession, output: str, overwrite: bool) -> OutputDir:
-    """An :class:`~neardup_spark.io.output.OutputDir` for OUTPUT: refuse a finished ingest unless
-    ``overwrite``, clear an unfinished one, never delete a directory holding foreign files."""
-    out = OutputDir(spark, output)
-    if out.exists() and not out._fs.getFileStatus(out._root).isDirectory():
-        raise UserError(f"output {output} exists and is a file")
-    foreign = sorted(set(out.entries()) - INGEST_ENTRIES)
-    if foreign:
-        raise UserError(
-            f"output {output} exists and holds files this job did not write "
-            f"({', '.join(foreign[:5])}); choose an empty or new directory"
-        )
-    if out.exists(SUCCESS_MARKER) and not overwrite:
-        raise UserError(f"output {output} already holds a finished ingest; pass --overwrite")
-    if out.exists():
-        out.delete()
-    return out
+def _run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
 
 
 def ingest(
@@ -304,7 +293,9 @@ def ingest(
     )
     options.validate()
     files = list_inputs(paths, output)
-    out = prepare_output(spark, output, overwrite)
+    out = OutputDir(spark, output, INGEST_LAYOUT)
+    out.prepare(overwrite)
+    staged = out.staging(_run_id())
     log.info("ingesting %d files (%d bytes)", len(files), sum(f.size for f in files))
     records = read_records(spark, files, options)
     try:
@@ -313,11 +304,11 @@ def ingest(
         tally.duplicate_ids = duplicate_ids
         if tally.skipped[FILE_ERROR]:
             tally.file_errors = file_errors(records)
-        write_tables(marked, out)
+        write_tables(marked, staged)
     finally:
         records.unpersist()
     wall = time.perf_counter() - started
     summary = build_summary(spark, paths, files, options, tally, out, wall)
-    out.write_json(SUMMARY_FILE, summary)
-    out.mark_success()
+    staged.write_json(SUMMARY_FILE, summary)
+    out.commit(staged, manifest=None)
     return summary

@@ -1,4 +1,5 @@
-"""The ingest as a Spark job: the corpus contract, texts, counts, options, refusals."""
+"""The ingest as a Spark job: the corpus contract, texts, counts, options, and an OUTPUT that is
+staged and committed like a dedupe run's."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
+from neardup_spark.ingest import job
 from neardup_spark.ingest.job import ingest
 from neardup_spark.ingest.schema import CORPUS_COLUMNS
 from neardup_spark.pipeline.dedupe import run
@@ -37,7 +39,7 @@ def test_ingest_writes_the_corpus_contract(ingested):
         "corpus",
         "skipped",
         "summary.json",
-    ]  # Hadoop's .crc files aside
+    ]  # committed: no staging directory left, no manifest (Hadoop's .crc files aside)
     schema = ds.dataset(str(out / "corpus")).schema
     assert tuple(schema.names) == CORPUS_COLUMNS
     assert str(schema.field("http_status").type) == "int32"
@@ -176,6 +178,35 @@ def test_finished_output_is_refused_without_overwrite(spark, warc_inputs, tmp_pa
     with pytest.raises(UserError, match="exists and is a file"):
         ingest(spark, [str(warc_inputs["first"])], str(a_file), overwrite=True)
     assert a_file.read_text() == "not a directory"
+
+
+def test_a_failed_rerun_leaves_the_previous_output_intact(
+    spark, warc_inputs, tmp_path, monkeypatch
+):
+    out = tmp_path / "out"
+    ingest(spark, [str(warc_inputs["first"])], str(out))
+    corpus_before = sorted(r["id"] for r in read_parquet(out / "corpus"))
+    summary_before = (out / "summary.json").read_text()
+
+    def fail(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise RuntimeError("killed after staging")
+
+    # A rerun over other inputs that dies after writing its tables, before its commit.
+    monkeypatch.setattr(job, "build_summary", fail)
+    with pytest.raises(RuntimeError, match="killed after staging"):
+        ingest(spark, [str(warc_inputs["dir"])], str(out), overwrite=True)
+    assert len(list((out / "_staging").glob("*/corpus/*.parquet"))) > 0  # it got that far
+    assert (out / "_SUCCESS").exists()
+    assert (out / "summary.json").read_text() == summary_before
+    assert sorted(r["id"] for r in read_parquet(out / "corpus")) == corpus_before
+    monkeypatch.undo()
+
+    with pytest.raises(UserError, match="already holds a finished ingest"):
+        ingest(spark, [str(warc_inputs["dir"])], str(out))
+    again = ingest(spark, [str(warc_inputs["dir"])], str(out), overwrite=True)
+    assert not (out / "_staging").exists()
+    corpus_after = sorted(r["id"] for r in read_parquet(out / "corpus"))
+    assert corpus_after != corpus_before and len(corpus_after) == again["documents"] == 3
 
 
 # --------------------------------------------------------------------------------------------
