@@ -8,15 +8,15 @@ from typing import Any
 
 from neardup_spark.config import load_session_settings
 from neardup_spark.errors import EXIT_OK
-from neardup_spark.ingest.warc import (
+from neardup_spark.ingest.extract import EXTRACT_MODES
+from neardup_spark.ingest.job import ingest
+from neardup_spark.ingest.options import (
     DEFAULT_RECORD_TYPES,
-    EXTRACT_MODES,
     HTML_TYPES,
     RECORD_TYPES,
     IngestOptions,
-    ingest,
-    list_warc_files,
 )
+from neardup_spark.ingest.warc import list_warc_files
 from neardup_spark.runtime.session import build_session
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from fastwarc.warc import ArchiveIterator
 
-from neardup_spark.ingest.warc import extract_text
+from neardup_spark.ingest.extract import extract_text
 
 SHARED_ENV = "NEARDUP_SHARED_DATA"
 _TOKEN = re.compile(r"\w+")
