@@ -8,10 +8,13 @@ because a truncated archive crashes the JVM that maps it. See
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 from pyspark import SparkContext
 
@@ -21,6 +24,8 @@ from neardup_spark.pipeline.dedupe import run
 from neardup_spark.quality.generate import write_corpus
 from neardup_spark.runtime.jvm_archive import ARCHIVE_ENV, QUIET_OPTIONS, archive_path
 from neardup_spark.runtime.session import LOCAL_DEFAULTS, build_session
+
+log = logging.getLogger(__name__)
 
 _BUILD_DOCS = 3000  # enough for every stage of the job to run and load its classes
 
@@ -65,3 +70,21 @@ def dump(target: str) -> None:
     if proc is not None:  # EOF on its stdin makes the JVM exit, writing the archive first
         proc.stdin.close()
         proc.wait(timeout=300)
+
+
+def ensure_archive() -> dict[str, Any] | None:
+    """Build the local JVM class archive before any row of ``neardup bench`` runs, so every
+    Spark row (floor, neardup, MLlib) maps the same one: ``{path, built_seconds}`` (None when
+    it existed), or None when it is off or cannot be built (the rows run without one)."""
+    path = archive_path()
+    if path is None:
+        return None
+    started = time.perf_counter()
+    existed = path.is_file()
+    try:
+        build(path)
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+        log.warning("no JVM class archive (%s); the rows run without one", exc)
+        return None
+    built = None if existed else round(time.perf_counter() - started, 1)
+    return {"path": str(path), "built_seconds": built}

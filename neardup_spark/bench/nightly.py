@@ -24,108 +24,76 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import SparkSession
+
+from neardup_spark.bench.corpora import ensure_nightly_corpus
+from neardup_spark.bench.machine import machine_info, one_minute_load
+from neardup_spark.bench.processes import tree_cpu_seconds
+from neardup_spark.bench.settings import DEFAULT_NEW, BenchSettings
+from neardup_spark.bench.tables import nightly_markdown
+from neardup_spark.config import DedupeConfig, SessionSettings
+from neardup_spark.nightly.run import run_incremental
+from neardup_spark.pipeline.dedupe import run
+from neardup_spark.runtime.session import build_session
+
 log = logging.getLogger(__name__)
 
-DEFAULT_SIZES = "100000,300000"
-DEFAULT_NEW = 10_000
 NIGHTLY_JSON = "nightly.json"
 NIGHTLY_MD = "nightly.md"
 
+# (result, wall seconds, CPU seconds of this process tree) of one timed run.
+Timing = tuple[Any, float, float | None]
 
-# --------------------------------------------------------------------------------------------
-# Measuring
 
-
-def _nightly_corpus(
-    root: Path, index_docs: int, new_docs: int, seed: int, mean_words: int
-) -> dict[str, str]:
-    """``base/`` (the first ``index_docs`` rows), ``new/`` (the next ``new_docs``) and ``all/``
-    (both, hard links) of one generated corpus, reused while its marker matches."""
-    import pyarrow.parquet as pq
-
-    from neardup_spark.quality.generate import ROW_GROUP_ROWS, generate_corpus
-
-    spec = {
-        "index_docs": index_docs,
-        "new_docs": new_docs,
-        "seed": seed,
-        "mean_words": mean_words,
-        "row_group_rows": ROW_GROUP_ROWS,  # as `neardup generate` writes them (input splits)
+def run_nightly(settings: BenchSettings, echo: Callable[[str], None]) -> int:
+    """The nightly case with ``settings``: writes ``WORKDIR/nightly.json`` and ``.md`` and
+    echoes the table. 0 on success, 1 when a run failed (recorded in the files)."""
+    workdir = Path(settings.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {
+        "machine": machine_info(),
+        "settings": {
+            "index_sizes": list(settings.nightly_sizes),
+            "new_docs": settings.nightly_new,
+            "repeats": settings.nightly_repeats,
+            "seed": settings.seed,
+            "threshold": settings.threshold,
+            "master": settings.master,
+        },
     }
-    marker = root / "corpus.json"
-    paths = {k: str(root / k) for k in ("base", "new", "all")}
-    if marker.exists() and json.loads(marker.read_text()) == spec:
-        return paths
-    shutil.rmtree(root, ignore_errors=True)
-    for k in paths:
-        Path(paths[k]).mkdir(parents=True)
-    table, _ = generate_corpus(index_docs + new_docs, seed=seed, mean_words=mean_words)
-    step = 20_000
-    for name, start, stop in (("base", 0, index_docs), ("new", index_docs, index_docs + new_docs)):
-        for i, lo in enumerate(range(start, stop, step)):
-            file = Path(paths[name]) / f"part-{i:05d}.parquet"
-            pq.write_table(
-                table.slice(lo, min(step, stop - lo)), file, row_group_size=ROW_GROUP_ROWS
-            )
-            os.link(file, Path(paths["all"]) / f"{name}-{i:05d}.parquet")
-    marker.write_text(json.dumps(spec))
-    return paths
-
-
-def _dir_bytes(path: str) -> int:
-    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
-
-
-def _load() -> float | None:
+    started = time.perf_counter()
+    status = 0
     try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
-
-
-def tree_cpu_seconds(pid: int | None = None) -> float | None:
-    """CPU seconds (user + system) used so far by process ``pid`` (default: this one) and all
-    its descendants: the JVM and the Python workers of a Spark session started here. Children
-    that exited count once reaped. None where ``/proc`` is missing."""
-    from neardup_spark.bench.processes import process_tree
-
-    pids = process_tree(pid or os.getpid())
-    if not pids:
-        return None
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/stat", encoding="utf-8", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
-    return total / ticks
-
-
-def _timed(action: Callable[..., Any], *args: Any) -> tuple[Any, float, float | None]:
-    """``(result, wall seconds, CPU seconds of this process tree)`` of ``action(*args)``."""
-    cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
-    result = action(*args)
-    wall, cpu1 = time.perf_counter() - t0, tree_cpu_seconds()
-    return result, wall, (cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None)
-
-
-def _best_cpu(timings: list[tuple[Any, float, float | None]]) -> float | None:
-    cpus = [t[2] for t in timings]
-    return min(c for c in cpus if c is not None) if None not in cpus else None
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return round(a / b, 2) if a and b else None
+        results["rows"] = bench_nightly(
+            str(workdir / "nightly"),
+            settings.nightly_sizes,
+            settings.nightly_new,
+            seed=settings.seed,
+            master=settings.master,
+            repeats=settings.nightly_repeats,
+            threshold=settings.threshold,
+            echo=echo,
+        )
+    except Exception as exc:  # recorded in nightly.json/.md; the exit status says it failed
+        log.exception("the nightly bench failed")
+        results["error"] = f"{type(exc).__name__}: {exc}"
+        results["rows"] = []
+        status = 1
+    results["total_seconds"] = round(time.perf_counter() - started, 1)
+    json_path, md_path = workdir / NIGHTLY_JSON, workdir / NIGHTLY_MD
+    json_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    text = nightly_markdown(results)
+    md_path.write_text(text)
+    echo(text)
+    echo(f"[bench] wrote {json_path} and {md_path}")
+    return status
 
 
 def bench_nightly(
@@ -137,7 +105,7 @@ def bench_nightly(
     master: str = "local[2]",
     repeats: int = 1,
     threshold: float | None = None,
-    echo: Callable[[str], None] | None = print,
+    echo: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure the nightly case (module docstring) for each size of ``index_sizes``.
 
@@ -146,90 +114,22 @@ def bench_nightly(
     ``nightly_cpu_seconds``, ``full_cpu_seconds``, ``cpu_speedup``, ``nightly_growth``
     (nightly wall seconds over those at the first size), ``load_before``/``load_after``
     (1-minute load average), ``nightly_stage_seconds``, ``nightly_counts``, ``index_bytes``.
+    ``echo`` receives one progress line per timed run.
     """
-    from neardup_spark.config import DedupeConfig, SessionSettings
-    from neardup_spark.nightly.run import run_incremental
-    from neardup_spark.pipeline.dedupe import run
-    from neardup_spark.runtime.session import build_session
-
     config = DedupeConfig() if threshold is None else DedupeConfig(threshold=threshold)
     session = build_session(SessionSettings(master=master), app_name="neardup-bench-nightly")
     rows: list[dict[str, Any]] = []
     try:
         for n in index_sizes:
-            root = Path(workdir) / f"docs-{n}+{new_docs}-seed-{seed}"
-            generated = time.perf_counter()
-            paths = _nightly_corpus(root / "corpus", n, new_docs, seed, mean_words)
-            generate_seconds = time.perf_counter() - generated
-            index_dir, saved = root / "index", root / "index-before-nightly"
-            for path in (index_dir, saved):
-                shutil.rmtree(path, ignore_errors=True)
-            load_before = _load()
-            _, build, build_cpu = _timed(
-                run_incremental,
-                session,
-                paths["base"],
-                str(root / "out-build"),
-                str(index_dir),
-                config,
-                True,
+            size = NightlySize(
+                Path(workdir) / f"docs-{n}+{new_docs}-seed-{seed}",
+                n,
+                new_docs,
+                seed,
+                mean_words,
+                repeats,
             )
-            if echo:
-                echo(f"[nightly] {n:,}: index built in {build:.1f} s")
-            if repeats > 1:
-                shutil.copytree(index_dir, saved)
-            nightly: list[tuple[Any, float, float | None]] = []
-            full: list[tuple[Any, float, float | None]] = []
-            for attempt in range(repeats):
-                if attempt:
-                    shutil.rmtree(index_dir)
-                    shutil.copytree(saved, index_dir)
-                nightly.append(
-                    _timed(
-                        run_incremental,
-                        session,
-                        paths["new"],
-                        str(root / "out-nightly"),
-                        str(index_dir),
-                        config,
-                        True,
-                    )
-                )
-                full.append(
-                    _timed(run, session, paths["all"], str(root / "out-full"), config, True)
-                )
-                if echo:
-                    echo(
-                        f"[nightly] {n:,}: {new_docs:,} new documents in {nightly[-1][1]:.1f} s, "
-                        f"full rerun of {n + new_docs:,} in {full[-1][1]:.1f} s"
-                    )
-            shutil.rmtree(saved, ignore_errors=True)
-            report = min(nightly, key=lambda t: t[1])[0]
-            nightly_wall, full_wall = min(t[1] for t in nightly), min(t[1] for t in full)
-            nightly_cpu, full_cpu = _best_cpu(nightly), _best_cpu(full)
-            rows.append(
-                {
-                    "index_docs": n,
-                    "new_docs": new_docs,
-                    "repeats": repeats,
-                    "generate_seconds": round(generate_seconds, 1),
-                    "build_seconds": round(build, 1),
-                    "build_cpu_seconds": round(build_cpu, 1) if build_cpu else None,
-                    "nightly_seconds": round(nightly_wall, 1),
-                    "full_seconds": round(full_wall, 1),
-                    "speedup": _ratio(full_wall, nightly_wall),
-                    "nightly_cpu_seconds": round(nightly_cpu, 1) if nightly_cpu else None,
-                    "full_cpu_seconds": round(full_cpu, 1) if full_cpu else None,
-                    "cpu_speedup": _ratio(full_cpu, nightly_cpu),
-                    "all_nightly_seconds": [round(t[1], 1) for t in nightly],
-                    "all_full_seconds": [round(t[1], 1) for t in full],
-                    "load_before": load_before,
-                    "load_after": _load(),
-                    "nightly_stage_seconds": report["stage_seconds"],
-                    "nightly_counts": report["counts"],
-                    "index_bytes": _dir_bytes(str(index_dir)),
-                }
-            )
+            rows.append(measure_size(session, config, size, echo or (lambda _: None)))
         first = rows[0]["nightly_seconds"] if rows else None
         for r in rows:
             r["nightly_growth"] = _ratio(r["nightly_seconds"], first)
@@ -238,24 +138,126 @@ def bench_nightly(
     return rows
 
 
-def format_nightly(rows: list[dict[str, Any]]) -> str:
-    """A Markdown table of :func:`bench_nightly` rows."""
-    lines = [
-        "| index docs | new docs | nightly s | full rerun s | speedup | nightly CPU s "
-        "| full CPU s | CPU speedup | nightly growth | index build s | index size | load |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+@dataclass(frozen=True)
+class NightlySize:
+    """One size of the nightly case: its directory (corpus, index, outputs) and what it runs."""
 
-    def num(value: float | None, suffix: str = "", digits: int = 1) -> str:
-        return "-" if value is None else f"{value:,.{digits}f}{suffix}"
+    root: Path
+    index_docs: int
+    new_docs: int
+    seed: int
+    mean_words: int
+    repeats: int
 
-    for r in rows:
-        lines.append(
-            f"| {r['index_docs']:,} | {r['new_docs']:,} | {num(r['nightly_seconds'])} "
-            f"| {num(r['full_seconds'])} | {num(r['speedup'], 'x')} "
-            f"| {num(r.get('nightly_cpu_seconds'))} | {num(r.get('full_cpu_seconds'))} "
-            f"| {num(r.get('cpu_speedup'), 'x')} | {num(r.get('nightly_growth'), digits=2)} "
-            f"| {num(r['build_seconds'])} | {r['index_bytes'] / 2**20:,.0f} MiB "
-            f"| {num(r.get('load_before'), digits=2)}-{num(r.get('load_after'), digits=2)} |"
+
+def measure_size(
+    session: SparkSession, config: DedupeConfig, size: NightlySize, echo: Callable[[str], None]
+) -> dict[str, Any]:
+    """One row of :func:`bench_nightly`: build the index of ``base/``, then time the nightly
+    run of ``new/`` against it and the full rerun over ``all/``."""
+    root = size.root
+    generated = time.perf_counter()
+    paths = ensure_nightly_corpus(
+        root / "corpus", size.index_docs, size.new_docs, size.seed, size.mean_words
+    )
+    generate_seconds = time.perf_counter() - generated
+    index_dir = root / "index"
+    for path in (index_dir, root / "index-before-nightly"):
+        shutil.rmtree(path, ignore_errors=True)
+    load_before = one_minute_load()
+    _, build, build_cpu = timed(
+        run_incremental,
+        session,
+        paths["base"],
+        str(root / "out-build"),
+        str(index_dir),
+        config,
+        True,
+    )
+    echo(f"[nightly] {size.index_docs:,}: index built in {build:.1f} s")
+    nightly, full = time_nightly_and_full(session, config, size, paths, echo)
+    report = min(nightly, key=lambda t: t[1])[0]
+    nightly_wall, full_wall = min(t[1] for t in nightly), min(t[1] for t in full)
+    nightly_cpu, full_cpu = _best_cpu(nightly), _best_cpu(full)
+    return {
+        "index_docs": size.index_docs,
+        "new_docs": size.new_docs,
+        "repeats": size.repeats,
+        "generate_seconds": round(generate_seconds, 1),
+        "build_seconds": round(build, 1),
+        "build_cpu_seconds": round(build_cpu, 1) if build_cpu else None,
+        "nightly_seconds": round(nightly_wall, 1),
+        "full_seconds": round(full_wall, 1),
+        "speedup": _ratio(full_wall, nightly_wall),
+        "nightly_cpu_seconds": round(nightly_cpu, 1) if nightly_cpu else None,
+        "full_cpu_seconds": round(full_cpu, 1) if full_cpu else None,
+        "cpu_speedup": _ratio(full_cpu, nightly_cpu),
+        "all_nightly_seconds": [round(t[1], 1) for t in nightly],
+        "all_full_seconds": [round(t[1], 1) for t in full],
+        "load_before": load_before,
+        "load_after": one_minute_load(),
+        "nightly_stage_seconds": report["stage_seconds"],
+        "nightly_counts": report["counts"],
+        "index_bytes": _dir_bytes(str(index_dir)),
+    }
+
+
+def time_nightly_and_full(
+    session: SparkSession,
+    config: DedupeConfig,
+    size: NightlySize,
+    paths: dict[str, str],
+    echo: Callable[[str], None],
+) -> tuple[list[Timing], list[Timing]]:
+    """``size.repeats`` timings of the nightly run (the index restored before each repeat) and
+    of the full rerun."""
+    root = size.root
+    index_dir, saved = root / "index", root / "index-before-nightly"
+    if size.repeats > 1:
+        shutil.copytree(index_dir, saved)
+    nightly: list[Timing] = []
+    full: list[Timing] = []
+    for attempt in range(size.repeats):
+        if attempt:
+            shutil.rmtree(index_dir)
+            shutil.copytree(saved, index_dir)
+        nightly.append(
+            timed(
+                run_incremental,
+                session,
+                paths["new"],
+                str(root / "out-nightly"),
+                str(index_dir),
+                config,
+                True,
+            )
         )
-    return "\n".join(lines)
+        full.append(timed(run, session, paths["all"], str(root / "out-full"), config, True))
+        echo(
+            f"[nightly] {size.index_docs:,}: {size.new_docs:,} new documents in "
+            f"{nightly[-1][1]:.1f} s, full rerun of {size.index_docs + size.new_docs:,} in "
+            f"{full[-1][1]:.1f} s"
+        )
+    shutil.rmtree(saved, ignore_errors=True)
+    return nightly, full
+
+
+def timed(action: Callable[..., Any], *args: Any) -> Timing:
+    """``(result, wall seconds, CPU seconds of this process tree)`` of ``action(*args)``."""
+    cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
+    result = action(*args)
+    wall, cpu1 = time.perf_counter() - t0, tree_cpu_seconds()
+    return result, wall, (cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None)
+
+
+def _best_cpu(timings: list[Timing]) -> float | None:
+    cpus = [t[2] for t in timings]
+    return min(c for c in cpus if c is not None) if None not in cpus else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
+
+
+def _dir_bytes(path: str) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())

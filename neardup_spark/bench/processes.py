@@ -1,5 +1,6 @@
 """Child processes of the benchmark: the ``neardup`` command line to run, and their resources
-measured as a tree (wall time, peak summed RSS of the process and all its descendants)."""
+measured as a tree (wall time, peak summed RSS, CPU seconds of the process and all its
+descendants)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,25 @@ def process_tree(pid: int) -> list[int]:
         tree.append(current)
         stack.extend(children.get(current, ()))
     return tree
+
+
+def tree_cpu_seconds(pid: int | None = None) -> float | None:
+    """CPU seconds (user + system) used so far by process ``pid`` (default: this one) and all
+    its descendants: the JVM and the Python workers of a Spark session started here. Children
+    that exited count once reaped. None where ``/proc`` is missing."""
+    pids = process_tree(pid or os.getpid())
+    if not pids:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    return total / ticks
 
 
 def rss_bytes(pid: int) -> int:

@@ -4,46 +4,26 @@ row's child process."""
 from __future__ import annotations
 
 import argparse
-import json
-import logging
-import subprocess
-import time
-from pathlib import Path
+from dataclasses import fields
 from typing import Any
 
-from neardup_spark.bench.nightly import (
-    DEFAULT_NEW,
-    DEFAULT_SIZES,
-    NIGHTLY_JSON,
-    NIGHTLY_MD,
-    bench_nightly,
-    format_nightly,
-)
-from neardup_spark.bench.run import (
-    CHILD_ROWS,
+from neardup_spark.bench.children import CHILD_ROWS, run_child_row
+from neardup_spark.bench.main import run_bench as bench
+from neardup_spark.bench.settings import (
     DEFAULT_DATASKETCH_MAX_DOCS,
     DEFAULT_DOCS,
     DEFAULT_MASTER,
     DEFAULT_MLLIB_MAX_DOCS,
+    DEFAULT_NEW,
     DEFAULT_SEED,
+    DEFAULT_SIZES,
     DEFAULT_THRESHOLD,
     DEFAULT_TIMEOUT,
     DEFAULT_WORKDIR,
     ROWS,
-    Corpus,
-    derive,
-    ensure_corpus,
-    ensure_jvm_archive,
-    format_markdown,
-    machine_info,
-    run_child_row,
-    run_row,
-    score_rows,
-    write_json,
+    BenchSettings,
 )
 from neardup_spark.errors import EXIT_OK
-
-log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
@@ -153,84 +133,16 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    """Run the benchmark described by ``args`` (see :func:`add_arguments`); 0 when every row
-    that ran finished, 1 when one failed or timed out (the table is written either way).
-    The nightly case (:mod:`neardup_spark.bench.nightly`) runs after the main table."""
-    if args.nightly_only:
-        return run_nightly(args)
-    started = time.perf_counter()
-    workdir = Path(args.workdir)
-    results_path = Path(args.results or workdir / "results.json")
-    markdown_path = Path(args.markdown or workdir / "results.md")
-    workdir.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {
-        "machine": machine_info(),
-        "settings": {
-            "docs": list(args.docs),
-            "rows": list(args.rows),
-            "seed": args.seed,
-            "threshold": args.threshold,
-            "master": args.master,
-            "timeout": args.timeout,
-            "mllib_max_docs": args.mllib_max_docs,
-            "datasketch_max_docs": args.datasketch_max_docs,
-            "workdir": str(workdir),
-        },
-        "corpora": [],
-        "rows": [],
-    }
-    results["settings"]["jvm_archive"] = ensure_jvm_archive()
-    all_rows: list[dict[str, Any]] = results["rows"]
-    for docs in args.docs:
-        try:
-            info = ensure_corpus(workdir, docs, args.seed, args.timeout)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
-            results["corpora"].append({"docs": docs, "error": str(exc)})
-            all_rows += [
-                {"docs": docs, "row": row, "status": "failed", "error": "no corpus"}
-                for row in args.rows
-            ]
-            continue
-        results["corpora"].append(info)
-        print(
-            f"[bench] {docs:,} documents: corpus {'reused' if info['reused'] else 'generated'} "
-            f"({info['seconds']:.1f} s)",
-            flush=True,
-        )
-        corpus = Corpus(docs=docs, root=Path(info["path"]))
-        size_rows: list[dict[str, Any]] = []
-        for row in args.rows:
-            record = run_row(row, corpus, workdir, args)
-            size_rows.append(record)
-            all_rows.append(record)
-            print(
-                f"[bench] {docs:,} {row}: {record['status']}"
-                + (f", wall {record['wall_seconds']:.1f} s" if "wall_seconds" in record else "")
-                + (f", work {record['work_seconds']:.1f} s" if "work_seconds" in record else "")
-                + (f" ({record['error']})" if record.get("error") else ""),
-                flush=True,
-            )
-            results["total_seconds"] = round(time.perf_counter() - started, 1)
-            write_json(results_path, results)
-        scoring = time.perf_counter()
-        score_rows(size_rows, corpus, args.threshold)
-        results.setdefault("scoring_seconds", {})[str(docs)] = round(
-            time.perf_counter() - scoring, 1
-        )
-        derive(all_rows)
-        results["total_seconds"] = round(time.perf_counter() - started, 1)
-        write_json(results_path, results)
-    derive(all_rows)
-    results["total_seconds"] = round(time.perf_counter() - started, 1)
-    write_json(results_path, results)
-    text = format_markdown(results)
-    markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    markdown_path.write_text(text)
-    print(text)
-    print(f"[bench] wrote {results_path} and {markdown_path}", flush=True)
-    failed = [r for r in all_rows if r.get("status") in ("failed", "timeout")]
-    nightly_status = 0 if args.no_nightly else run_nightly(args)
-    return 1 if failed or nightly_status else 0
+    """Run the benchmark as ``args`` say, printing its progress and tables; 0 when every row
+    and nightly run finished, 1 when one failed or timed out (the tables are written either
+    way)."""
+    settings = BenchSettings(**{f.name: getattr(args, f.name) for f in fields(BenchSettings)})
+    return bench(settings, echo)
+
+
+def echo(line: str) -> None:
+    """Print one line of the bench as soon as it is known (child processes run in between)."""
+    print(line, flush=True)
 
 
 def _sizes_list(text: str) -> list[int]:
@@ -272,50 +184,3 @@ def add_nightly_options(parser: argparse.ArgumentParser) -> None:
     which.add_argument(
         "--nightly-only", action="store_true", help="run only the nightly case (make bench-nightly)"
     )
-
-
-def run_nightly(args: argparse.Namespace) -> int:
-    """The nightly case of ``neardup bench`` with its options; writes ``WORKDIR/nightly.json``
-    and ``.md`` and prints the table. 0 on success, 1 when a run failed (recorded)."""
-    workdir = Path(args.workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {
-        "machine": machine_info(),
-        "settings": {
-            "index_sizes": list(args.nightly_sizes),
-            "new_docs": args.nightly_new,
-            "repeats": args.nightly_repeats,
-            "seed": args.seed,
-            "threshold": args.threshold,
-            "master": args.master,
-        },
-    }
-    started = time.perf_counter()
-    status = 0
-    try:
-        results["rows"] = bench_nightly(
-            str(workdir / "nightly"),
-            args.nightly_sizes,
-            args.nightly_new,
-            seed=args.seed,
-            master=args.master,
-            repeats=args.nightly_repeats,
-            threshold=args.threshold,
-            echo=lambda line: print(line, flush=True),
-        )
-    except Exception as exc:
-        log.exception("the nightly bench failed")
-        results["error"] = f"{type(exc).__name__}: {exc}"
-        results["rows"] = []
-        status = 1
-    results["total_seconds"] = round(time.perf_counter() - started, 1)
-    json_path, md_path = workdir / NIGHTLY_JSON, workdir / NIGHTLY_MD
-    json_path.write_text(json.dumps(results, indent=2, default=str) + "\n")
-    text = "Nightly: new documents against an index vs a full rerun over index + new\n\n"
-    text += format_nightly(results["rows"]) + "\n"
-    if status:
-        text += f"\nfailed: {results['error']}\n"
-    md_path.write_text(text)
-    print(text)
-    print(f"[bench] wrote {json_path} and {md_path}", flush=True)
-    return status

@@ -6,7 +6,8 @@ import argparse
 from typing import Any
 
 from neardup_spark.errors import EXIT_OK
-from neardup_spark.report.html import MAX_MEMBERS, TOP_CLUSTERS, write_report
+from neardup_spark.report.data import MAX_MEMBERS, TOP_CLUSTERS
+from neardup_spark.report.html import write_report
 
 
 def register(sub: Any) -> None:

@@ -1,0 +1,49 @@
+"""What one ``neardup bench`` measures: the rows, the sizes, where it works, and their
+defaults (the command line's options map one to one onto :class:`BenchSettings`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+ROWS = ("floor", "neardup-minhash", "neardup-simhash", "spark-mllib", "datasketch")
+DEFAULT_DOCS = "10000,30000,100000"
+DEFAULT_WORKDIR = "out/bench"
+DEFAULT_SEED = 1
+DEFAULT_THRESHOLD = 0.8
+DEFAULT_MASTER = "local[2]"
+DEFAULT_TIMEOUT = 900.0
+DEFAULT_MLLIB_MAX_DOCS = 100_000
+DEFAULT_DATASKETCH_MAX_DOCS = 100_000
+# The nightly case: index sizes and new documents per nightly run.
+DEFAULT_SIZES = "100000,300000"
+DEFAULT_NEW = 10_000
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(","))
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """One benchmark: the main table (``docs`` x ``rows``), then the nightly case
+    (``nightly_sizes``, ``nightly_new``) unless ``no_nightly``; only the nightly case with
+    ``nightly_only``. ``results`` / ``markdown``: where the table goes (default
+    ``WORKDIR/results.json`` and ``.md``)."""
+
+    docs: Sequence[int] = _sizes(DEFAULT_DOCS)
+    rows: Sequence[str] = ROWS
+    workdir: str = DEFAULT_WORKDIR
+    seed: int = DEFAULT_SEED
+    threshold: float = DEFAULT_THRESHOLD
+    master: str = DEFAULT_MASTER
+    results: str | None = None
+    markdown: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    mllib_max_docs: int = DEFAULT_MLLIB_MAX_DOCS
+    datasketch_max_docs: int = DEFAULT_DATASKETCH_MAX_DOCS
+    nightly_sizes: Sequence[int] = _sizes(DEFAULT_SIZES)
+    nightly_new: int = DEFAULT_NEW
+    nightly_repeats: int = 1
+    no_nightly: bool = False
+    nightly_only: bool = False

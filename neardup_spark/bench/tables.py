@@ -1,0 +1,179 @@
+"""The benchmark's Markdown: the main table (one line per size and row, aligned by
+:func:`neardup_spark.quality.tables.markdown_table`), the neardup stage times, the machine and
+settings lines, and the nightly case's table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from neardup_spark.quality.tables import markdown_table
+
+GB = 1024**3
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+MAIN_HEADERS = (
+    "docs",
+    "row",
+    "wall s",
+    "JVM start s",
+    "work s",
+    "docs/s",
+    "x floor",
+    "x mllib",
+    "x mllib wall",
+    "growth",
+    "peak GB",
+    "pairs",
+    "recall",
+    "precision",
+    "status",
+)
+
+
+def _status(row: dict[str, Any]) -> str:
+    status = str(row.get("status", "?"))
+    if status == "ok":
+        return status
+    reason = str(row.get("error") or "").replace("|", "/").splitlines()
+    return f"{status}: {reason[0][:70]}" if reason else status
+
+
+def main_table(rows: Sequence[dict[str, Any]]) -> str:
+    """One line per (size, row): the benchmark table."""
+    cells = []
+    for r in rows:
+        peak = r.get("peak_rss_bytes")
+        cells.append(
+            [
+                _fmt(r["docs"]),
+                str(r["row"]),
+                _fmt(r.get("wall_seconds"), 1),
+                _fmt(r.get("spark_start_seconds"), 1),
+                _fmt(r.get("work_seconds"), 1),
+                _fmt(None if r.get("docs_per_second") is None else round(r["docs_per_second"])),
+                _fmt(r.get("vs_floor")),
+                _fmt(r.get("vs_mllib")),
+                _fmt(r.get("vs_mllib_wall")),
+                _fmt(r.get("growth_exponent")),
+                _fmt(None if not peak else peak / GB),
+                _fmt(r.get("pairs")),
+                _fmt(r.get("recall"), 4),
+                _fmt(r.get("precision"), 4),
+                _status(r),
+            ]
+        )
+    return markdown_table(MAIN_HEADERS, cells, right=set(range(2, 14)) | {0})
+
+
+def stage_table(rows: Sequence[dict[str, Any]]) -> str:
+    """``report.json`` ``stage_seconds`` of the neardup rows, one column per stage."""
+    with_stages = [r for r in rows if r.get("stage_seconds")]
+    if not with_stages:
+        return ""
+    stages: list[str] = []
+    for r in with_stages:
+        stages += [s for s in r["stage_seconds"] if s not in stages]
+    headers = ["docs", "row", *stages, "sum", "work s"]
+    cells = [
+        [
+            _fmt(r["docs"]),
+            str(r["row"]),
+            *(_fmt(r["stage_seconds"].get(s), 1) for s in stages),
+            _fmt(float(sum(r["stage_seconds"].values())), 1),
+            _fmt(r.get("work_seconds"), 1),
+        ]
+        for r in with_stages
+    ]
+    return markdown_table(headers, cells, right={0, *range(2, len(headers))})
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    ram = machine.get("ram_bytes")
+    load = machine.get("load_average")
+    return (
+        f"Machine: {machine.get('cpu_model')}, {machine.get('cores')} cores, "
+        f"{_fmt(None if ram is None else ram / GB, 1)} GiB RAM; Python {machine.get('python')}, "
+        f"Spark {machine.get('spark')}, Java {machine.get('java')}, "
+        f"datasketch {machine.get('datasketch')}; {machine.get('date')}"
+        + (f"; load average at start {load}" if load else "")
+    )
+
+
+def format_markdown(results: dict[str, Any]) -> str:
+    """The whole Markdown report: machine line, settings, the table, neardup stage times."""
+    s = results.get("settings", {})
+    lines = [
+        "## neardup bench",
+        "",
+        machine_line(results.get("machine", {})),
+        "",
+        f"Settings: master {s.get('master')}, threshold {s.get('threshold')}, corpus seed "
+        f"{s.get('seed')}, sizes {', '.join(f'{n:,}' for n in s.get('docs', []))}; "
+        f"total bench wall {_fmt(results.get('total_seconds'), 0)} s; JVM class archive "
+        f"{'on, for every Spark row' if s.get('jvm_archive') else 'off'}.",
+        "",
+        main_table(results.get("rows", [])),
+        "",
+        "docs/s = docs / work s (JVM start excluded); x floor / x mllib = docs/s over the "
+        "floor / spark-mllib row's at the same size; x mllib wall = the same on whole-process "
+        "wall s; growth = log(t2/t1)/log(n2/n1) of work s from the previous size; peak GB = max "
+        "summed RSS of the row's process tree (JVM and Python workers included); recall = truth "
+        "pairs with J >= threshold connected by the found pairs; precision = found pairs with "
+        "exact J >= threshold.",
+    ]
+    stages = stage_table(results.get("rows", []))
+    if stages:
+        lines += ["", "neardup stage seconds (report.json):", "", stages]
+    notes = [
+        f"- {r['docs']:,} {r['row']}: {r['note']}" for r in results.get("rows", []) if r.get("note")
+    ]
+    if notes:
+        lines += ["", "Notes:", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def format_nightly(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table of :func:`neardup_spark.bench.nightly.bench_nightly` rows (cells not
+    padded, unlike :func:`markdown_table`: the layout ``nightly.md`` has always had)."""
+    lines = [
+        "| index docs | new docs | nightly s | full rerun s | speedup | nightly CPU s "
+        "| full CPU s | CPU speedup | nightly growth | index build s | index size | load |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def num(value: float | None, suffix: str = "", digits: int = 1) -> str:
+        return "-" if value is None else f"{value:,.{digits}f}{suffix}"
+
+    for r in rows:
+        lines.append(
+            f"| {r['index_docs']:,} | {r['new_docs']:,} | {num(r['nightly_seconds'])} "
+            f"| {num(r['full_seconds'])} | {num(r['speedup'], 'x')} "
+            f"| {num(r.get('nightly_cpu_seconds'))} | {num(r.get('full_cpu_seconds'))} "
+            f"| {num(r.get('cpu_speedup'), 'x')} | {num(r.get('nightly_growth'), digits=2)} "
+            f"| {num(r['build_seconds'])} | {r['index_bytes'] / 2**20:,.0f} MiB "
+            f"| {num(r.get('load_before'), digits=2)}-{num(r.get('load_after'), digits=2)} |"
+        )
+    return "\n".join(lines)
+
+
+def nightly_markdown(results: dict[str, Any]) -> str:
+    """``nightly.md``: a title line, the :func:`format_nightly` table, and the error of a
+    failed nightly case."""
+    text = "Nightly: new documents against an index vs a full rerun over index + new\n\n"
+    text += format_nightly(results["rows"]) + "\n"
+    if results.get("error"):
+        text += f"\nfailed: {results['error']}\n"
+    return text

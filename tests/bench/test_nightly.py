@@ -1,0 +1,76 @@
+"""The nightly case's files, progress and exit status (the runs themselves: tests/cli)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from neardup_spark.bench import nightly
+from neardup_spark.bench.nightly import NIGHTLY_JSON, NIGHTLY_MD, run_nightly, timed
+from neardup_spark.bench.settings import BenchSettings
+from neardup_spark.bench.tables import format_nightly
+
+ROW = {
+    "index_docs": 200,
+    "new_docs": 50,
+    "nightly_seconds": 3.0,
+    "full_seconds": 6.0,
+    "speedup": 2.0,
+    "nightly_cpu_seconds": 4.0,
+    "full_cpu_seconds": 9.0,
+    "cpu_speedup": 2.25,
+    "nightly_growth": 1.0,
+    "build_seconds": 5.0,
+    "index_bytes": 2**20,
+    "load_before": 0.5,
+    "load_after": 0.7,
+}
+
+
+def test_run_nightly_writes_both_files_and_echoes_the_table(tmp_path, monkeypatch):
+    seen: dict = {}
+
+    def fake(workdir, sizes, new, **kwargs):
+        seen.update(workdir=workdir, sizes=list(sizes), new=new, **kwargs)
+        kwargs["echo"]("[nightly] progress")
+        return [ROW]
+
+    monkeypatch.setattr(nightly, "bench_nightly", fake)
+    lines: list[str] = []
+    settings = BenchSettings(workdir=str(tmp_path), nightly_sizes=[200], nightly_new=50, seed=4)
+    assert run_nightly(settings, lines.append) == 0
+    assert seen["workdir"] == str(tmp_path / "nightly") and seen["sizes"] == [200]
+    assert seen["new"] == 50 and seen["seed"] == 4 and seen["repeats"] == 1
+    results = json.loads((tmp_path / NIGHTLY_JSON).read_text())
+    assert results["rows"] == [ROW] and results["settings"]["index_sizes"] == [200]
+    text = (tmp_path / NIGHTLY_MD).read_text()
+    assert format_nightly([ROW]) in text
+    assert lines == [
+        "[nightly] progress",
+        text,
+        f"[bench] wrote {tmp_path / NIGHTLY_JSON} and {tmp_path / NIGHTLY_MD}",
+    ]
+
+
+def test_a_failed_nightly_case_is_recorded(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no index")
+
+    monkeypatch.setattr(nightly, "bench_nightly", broken)
+    assert run_nightly(BenchSettings(workdir=str(tmp_path)), lambda line: None) == 1
+    results = json.loads((tmp_path / NIGHTLY_JSON).read_text())
+    assert results["error"] == "RuntimeError: no index" and results["rows"] == []
+    assert (tmp_path / NIGHTLY_MD).read_text().endswith("failed: RuntimeError: no index\n")
+
+
+def test_timed_counts_the_cpu_of_children():
+    def burn() -> str:
+        code = "import time\nwhile time.process_time() < 0.5:\n    pass\n"
+        subprocess.run([sys.executable, "-c", code], check=True)
+        return "done"
+
+    result, wall, cpu = timed(burn)
+    assert result == "done"
+    assert cpu is not None and 0.5 <= cpu < 1.5
+    assert wall >= 0.5  # one single-threaded child burnt 0.5 CPU seconds

@@ -1,0 +1,93 @@
+"""The benchmark's Markdown: main table, stage times, notes, and the nightly table."""
+
+from __future__ import annotations
+
+from neardup_spark.bench.ratios import derive
+from neardup_spark.bench.tables import format_markdown, format_nightly, nightly_markdown
+
+NIGHTLY_ROW = {
+    "index_docs": 300_000,
+    "new_docs": 10_000,
+    "nightly_seconds": 31.8,
+    "full_seconds": 126.0,
+    "speedup": 3.96,
+    "nightly_cpu_seconds": None,
+    "full_cpu_seconds": 121.1,
+    "cpu_speedup": None,
+    "nightly_growth": 1.77,
+    "build_seconds": 122.7,
+    "index_bytes": 1260 * 2**20,
+    "load_before": 4.15,
+    "load_after": 5.97,
+}
+
+
+def test_format_markdown(make_row):
+    rows = [
+        make_row(10_000, "floor", 2.0, 7.0),
+        make_row(
+            10_000,
+            "neardup-minhash",
+            4.0,
+            9.0,
+            pairs=1234,
+            recall=0.99876,
+            precision=1.0,
+            stage_seconds={"read": 1.0, "sketch": 2.5},
+        ),
+        {"docs": 10_000, "row": "spark-mllib", "status": "skipped", "error": "above max"},
+        make_row(10_000, "datasketch", 8.0, 9.5, pairs=1300, recall=0.97, precision=0.93),
+    ]
+    derive(rows)
+    rows[3]["note"] = "a note"
+    results = {
+        "machine": {
+            "cpu_model": "Test CPU",
+            "cores": 2,
+            "ram_bytes": 24 * 1024**3,
+            "python": "3.11.7",
+            "spark": "4.0.1",
+            "java": "17.0.15",
+            "datasketch": "2.0.0",
+            "date": "2026-01-01T00:00:00+00:00",
+        },
+        "settings": {"docs": [10_000], "master": "local[2]", "threshold": 0.8, "seed": 1},
+        "rows": rows,
+        "total_seconds": 123.4,
+    }
+    text = format_markdown(results)
+    lines = text.splitlines()
+    assert "Test CPU, 2 cores, 24.0 GiB RAM; Python 3.11.7, Spark 4.0.1, Java 17.0.15" in text
+    header = next(line for line in lines if line.startswith("|  docs") or "| row" in line)
+    for name in ("wall s", "JVM start s", "work s", "docs/s", "x floor", "x mllib", "peak GB"):
+        assert name in header
+    table = [line for line in lines if line.startswith("| 10,000")]
+    assert len(table) == 4 + 1  # four rows and one line of the stage table
+    nd = next(line for line in table if "neardup-minhash" in line and "2.5" not in line)
+    cells = [c.strip() for c in nd.strip("|").split("|")]
+    assert cells[:6] == ["10,000", "neardup-minhash", "9.0", "4.0", "4.0", "2,500"]
+    assert cells[6] == "0.50" and cells[7] == "-"  # x floor; no mllib
+    assert "1,234" in cells and "0.9988" in cells and "2.00" in cells
+    assert "skipped: above max" in text
+    assert "sketch" in text and "a note" in text
+    assert "JVM class archive off" in text and "total bench wall 123 s" in text
+    # Every table line has the same width (aligned columns).
+    main = [line for line in lines if line.startswith("|")][: 2 + 4]
+    assert len({len(line) for line in main}) == 1
+
+
+def test_nightly_table():
+    table = format_nightly([NIGHTLY_ROW]).splitlines()
+    assert table[0].startswith("| index docs | new docs | nightly s | full rerun s | speedup")
+    assert table[2] == (
+        "| 300,000 | 10,000 | 31.8 | 126.0 | 4.0x | - | 121.1 | - | 1.77 | 122.7 | 1,260 MiB "
+        "| 4.15-5.97 |"
+    )
+
+
+def test_nightly_markdown_with_and_without_an_error():
+    ok = nightly_markdown({"rows": [NIGHTLY_ROW]})
+    assert ok.startswith("Nightly: new documents against an index vs a full rerun")
+    assert ok.endswith(format_nightly([NIGHTLY_ROW]) + "\n") and "failed" not in ok
+    failed = nightly_markdown({"rows": [], "error": "RuntimeError: boom"})
+    assert failed.endswith("\nfailed: RuntimeError: boom\n")
