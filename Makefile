@@ -36,7 +36,7 @@ bench-nightly: $(STAMP)  ## only bench's nightly case: 10k new docs against inde
 	$(BIN)/neardup bench --nightly-only
 
 cluster-test: $(STAMP)  ## standalone master+worker on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test)
-	$(BIN)/python -m pytest -q -m slow tests/test_cluster.py
+	$(BIN)/python -m pytest -q -m slow tests/runtime/test_standalone_cluster.py
 
 eval-extract: $(STAMP)  ## main-content extraction F1 and WARC reader speed on ../shared/data
 	$(BIN)/neardup eval-extract

@@ -18,6 +18,7 @@ from neardup_spark.config import REPRESENTATIVE_RULES, JobSettings
 from neardup_spark.errors import EXIT_OK, UserError
 from neardup_spark.nightly.run import check_incremental_config, run_incremental
 from neardup_spark.pipeline.dedupe import run
+from neardup_spark.report.html import write_report
 from neardup_spark.runtime.session import build_session
 
 log = logging.getLogger(__name__)
@@ -125,11 +126,8 @@ def run_dedupe(args: argparse.Namespace) -> int:
 
 def write_html_report(output: str, input_path: str) -> None:
     """``report.html`` next to a finished run; a problem is only a warning (the run succeeded).
-    The report's plotting stack is imported only here, after the run (heavy, and not needed by
-    the run itself)."""
+    (matplotlib is imported when the first figure is drawn, see report/figures.py.)"""
     try:
-        from neardup_spark.report.html import write_report  # deferred on purpose: see above
-
         path = write_report(output, input_path)
     except Exception as exc:  # the run succeeded; a report problem must not fail it
         log.warning("report not written (%s); try `neardup report %s`", exc, output)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -85,10 +84,9 @@ def input_filesystem(path: str) -> tuple[pafs.FileSystem, str, str]:
     match = URI_SCHEME.match(path)
     scheme = match.group(1).lower() if match else ""
     if scheme in ("", "file"):
-        local = path[len("file://") :] if scheme else path
-        fs, inner = pyarrow_filesystem(os.path.expanduser(local))
+        fs, inner = pyarrow_filesystem(path)
         return fs, inner, ""
-    if scheme in ("s3a", "s3n"):  # Hadoop's names for S3
+    if scheme in ("s3a", "s3n"):  # Hadoop's names for S3 (the listed files keep s3://)
         path = "s3" + path[len(scheme) :]
     try:
         fs, inner = pyarrow_filesystem(path)

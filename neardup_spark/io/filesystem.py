@@ -14,12 +14,25 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 from pyspark.sql import SparkSession
 
+# Hadoop's names for schemes PyArrow knows by another.
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+
 
 def pyarrow_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
-    """A PyArrow file system and the path inside it (local paths are made absolute)."""
+    """A PyArrow file system and the path inside it, for the paths users give and Spark
+    writes: plain local paths (``~`` expanded, made absolute), ``file:/x`` and ``file:///x``,
+    and URIs PyArrow reads (``s3://``, ``gs://``, ``hdfs://``; Hadoop's ``s3a://`` and
+    ``s3n://`` mean ``s3://``)."""
+    scheme, sep, rest = path.partition(":")
+    if sep and scheme == "file":
+        local = rest[2:] if rest.startswith("//") else rest
+        return pafs.LocalFileSystem(), os.path.abspath(local)
     if "://" in path:
+        scheme = path.split("://", 1)[0].lower()
+        if scheme in _SCHEME_ALIASES:
+            path = _SCHEME_ALIASES[scheme] + path[len(scheme) :]
         return pafs.FileSystem.from_uri(path)
-    return pafs.LocalFileSystem(), os.path.abspath(path)
+    return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(path))
 
 
 def hadoop_path(spark: SparkSession, path: str) -> Any:

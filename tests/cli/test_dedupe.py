@@ -132,7 +132,7 @@ def test_spark_submit_job(small_input, tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
