@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -42,8 +44,6 @@ def _read_parquet(spark: SparkSession, paths: list[str], shown: str) -> DataFram
 
 def _footer_problem(path: str) -> str | None:
     """Why a Parquet footer cannot be read (``None`` if it can, or if the path is not local)."""
-    import pyarrow.parquet as pq
-
     local = path[len("file:") :] if path.startswith("file:") else path
     if "://" in local or not local.startswith("/"):
         return None  # object stores and HDFS: left to Spark's own reader
@@ -60,8 +60,6 @@ def unreadable_files(files: list[str]) -> list[tuple[str, str]]:
     Footers are read on the driver (a few milliseconds each, threads for many files): no Spark
     job, so small runs do not pay for one.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=8) as pool:
         problems = list(pool.map(_footer_problem, files))
     return sorted((f, why) for f, why in zip(files, problems, strict=True) if why is not None)

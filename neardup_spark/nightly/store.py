@@ -61,6 +61,7 @@ from neardup_spark.columns import (
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import LocalStorage, Storage, basename, is_local, join, storage_for
+from neardup_spark.io.output import MANIFEST_FILE
 from neardup_spark.kernels.shingles import SHINGLE_HASH_VERSION
 from neardup_spark.nightly.settings import index_settings, settings_differences
 from neardup_spark.pipeline.execution import BROADCAST_MAX_ROWS
@@ -70,7 +71,6 @@ log = logging.getLogger(__name__)
 FORMAT = "neardup-index"
 FORMAT_VERSION = 1
 CURRENT_FILE = "CURRENT"
-MANIFEST_FILE = "manifest.json"
 DEFAULT_BUCKETS = 32
 KEEP_VERSIONS = 3
 

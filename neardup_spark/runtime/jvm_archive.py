@@ -22,6 +22,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pyspark
+
 ARCHIVE_ENV = "NEARDUP_SPARK_JVM_ARCHIVE"
 # The archive's classes only: a mismatch (another Java, other jars) falls back to normal loading.
 QUIET_OPTIONS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -37,8 +39,6 @@ def _java_binary() -> Path | None:
 
 
 def _spark_jars() -> Path:
-    import pyspark
-
     return Path(pyspark.__file__).parent / "jars"
 
 
