@@ -62,16 +62,29 @@ def documents_columns_fn(config: DedupeConfig, with_sets: bool = True) -> BatchF
     return run
 
 
-def shingle_sets_fn(config: DedupeConfig) -> Callable[[pa.Array], tuple[pa.Array, pa.Array]]:
+def shingle_sets_fn(
+    config: DedupeConfig, normalized: bool = False
+) -> Callable[[pa.Array], tuple[pa.Array, pa.Array]]:
     """Texts -> their ``shingles`` and ``sketch`` columns, the values :func:`documents_columns_fn`
     computes for them (MinHash), without the columns verification does not read (exact
-    fingerprint, counts, band keys: ~8 of ~55 us a page)."""
+    fingerprint, counts, band keys: ~8 of ~55 us a page). With ``normalized`` the texts are
+    already normalised (as the nightly index stores them) and are shingled as they are."""
     options, unit = config.normalize, config.shingle_unit
     sets_of = minhash_sets_fn(config)
 
     def run(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
-        normalized = normalize_texts(decode_utf8(texts)[0], options)
-        offsets, shingles, sketches = sets_of(normalized, char_unit_mask(normalized, unit))
+        ready = texts if normalized else normalize_texts(decode_utf8(texts)[0], options)
+        offsets, shingles, sketches = sets_of(ready, char_unit_mask(ready, unit))
         return binary_from_csr(offsets, shingles), binary_from_rows(sketches)
+
+    return run
+
+
+def normalized_texts_fn(config: DedupeConfig) -> Callable[[pa.Array], pa.Array]:
+    """Texts (string or binary) -> their normalised form, as the per-document pass makes it."""
+    options = config.normalize
+
+    def run(texts: pa.Array) -> pa.Array:
+        return normalize_texts(decode_utf8(texts)[0], options)
 
     return run

@@ -70,11 +70,13 @@ def score_sorted_sides(
         raise RuntimeError("verification: a candidate pair did not find both documents")
 
 
-def sets_from_texts_fn(config: DedupeConfig) -> Callable[[pa.Table], pa.Table]:
+def sets_from_texts_fn(
+    config: DedupeConfig, normalized: bool = False
+) -> Callable[[pa.Table], pa.Table]:
     """Side rows with ``doc_a``, ``doc_b``, ``text`` -> ``doc_a``, ``doc_b``, ``shingles``,
     ``sketch``, computed as the job's per-document pass computes them (so they are the sets it
-    would have stored)."""
-    sets_of = shingle_sets_fn(config)
+    would have stored); ``normalized``: the texts are already normalised."""
+    sets_of = shingle_sets_fn(config, normalized)
 
     def run(sides: pa.Table) -> pa.Table:
         shingles, sketches = sets_of(sides.column(TEXT).combine_chunks())

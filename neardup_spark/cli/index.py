@@ -103,7 +103,7 @@ def run_compact(args: argparse.Namespace) -> int:
                 f"({summary['buckets']} buckets)",
                 f"contents          {rows.get('contents', 0):,} kept "
                 f"({summary['live_contents']:,} live)",
-                f"band keys         {rows.get('bands', 0):,}",
+                f"documents         {rows.get('docs', 0):,} (current rows)",
                 f"verified pairs    {rows.get('pairs', 0):,}",
                 f"removed entries   {summary['deleted_entries']:,}",
             ]

@@ -5,26 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from neardup_spark.columns import (
-    BAND_KEY,
-    ESTIMATE,
-    EXACT_FP,
-    HAS_TEXT,
-    JACCARD,
-    N_SHINGLES,
-    SHINGLES,
-)
+from neardup_spark.columns import ESTIMATE, EXACT_FP, HAS_TEXT, JACCARD
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import join
+from neardup_spark.nightly.contents import parts_for, read_contents, write_contents
+from neardup_spark.nightly.docs import latest_rows
 from neardup_spark.nightly.store import (
-    BANDS,
-    BANDS_ROWS_PER_FILE,
-    CONTENTS,
-    CONTENTS_ROWS_PER_FILE,
     CURRENT_FILE,
     DOCS,
     FP_A,
@@ -32,50 +22,56 @@ from neardup_spark.nightly.store import (
     KEEP_VERSIONS,
     PAIRS,
     Index,
-    maybe_broadcast,
     new_manifest,
     new_nonce,
-    write_bucketed,
 )
+from neardup_spark.pipeline.execution import maybe_broadcast
 
 
-def _live_rows(index: Index, table: str, live: DataFrame) -> DataFrame | None:
-    """The rows of ``table`` about live contents (``live``: their ``exact_fp``), each once."""
-    rows = index.table(table)
-    if rows is None:
-        return None
-    if table == CONTENTS:
-        kept = rows.join(live, EXACT_FP, "left_semi").dropDuplicates([EXACT_FP])
-        return kept.select(EXACT_FP, N_SHINGLES, SHINGLES)
-    if table == BANDS:
-        return rows.join(live, EXACT_FP, "left_semi").select(BAND_KEY, EXACT_FP).distinct()
-    return (
-        rows.join(live.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
-        .join(live.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
-        .dropDuplicates([FP_A, FP_B])
-        .select(FP_A, FP_B, JACCARD, ESTIMATE)
+def _rewrite_segment(index: Index, segment: str, buckets: int) -> dict[str, Any]:
+    """Write one segment holding the index's current state: every document's current row, the
+    live contents (texts a current document holds) and the edges between them; returns its
+    manifest entry (without ``compacted_from``)."""
+    segment_dir = index.segment_path(segment)
+    rows = index.docs_rows()
+    assert rows is not None  # the index exists
+    current = latest_rows(rows).persist()
+    n_docs = current.count()
+    live = current.where(F.col(HAS_TEXT)).select(EXACT_FP).distinct().persist()
+    n_live = live.count()
+    live_side = maybe_broadcast(live, n_live)
+    bands = index.manifest["settings"]["bands"] if index.manifest else 0
+    contents = (
+        read_contents(index.spark, index.content_parts(), bands)
+        .join(live_side, EXACT_FP, "left_semi")
+        .dropDuplicates([EXACT_FP])
     )
-
-
-def _rewrite_segments(index: Index, segment: str, buckets: int, live: DataFrame) -> dict[str, int]:
-    """Write the live rows of every segment table into the one new ``segment``; returns the
-    rows written per table."""
-    rows: dict[str, int] = {}
-    for table in (CONTENTS, BANDS, PAIRS):
-        kept = _live_rows(index, table, live)
-        if kept is None:
-            continue
-        kept = kept.persist()
-        rows[table] = kept.count()
-        path = index.segment_path(table, segment)
-        if table == CONTENTS:
-            write_bucketed(kept, path, EXACT_FP, buckets, rows[table], CONTENTS_ROWS_PER_FILE)
-        elif table == BANDS:
-            write_bucketed(kept, path, BAND_KEY, buckets, rows[table], BANDS_ROWS_PER_FILE)
-        else:
-            kept.coalesce(max(1, rows[table] // 5_000_000 + 1)).write.parquet(path)
+    parts = write_contents(contents, segment_dir, parts_for(n_live, buckets), bands)
+    current.coalesce(max(1, n_docs // 2_000_000 + 1)).write.parquet(join(segment_dir, DOCS))
+    n_pairs = 0
+    pairs = index.pairs()
+    if pairs is not None:
+        kept = (
+            pairs.join(live_side.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
+            .join(live_side.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
+            .dropDuplicates([FP_A, FP_B])
+            .select(FP_A, FP_B, JACCARD, ESTIMATE)
+            .persist()
+        )
+        n_pairs = kept.count()
+        if n_pairs:
+            kept.coalesce(max(1, n_pairs // 5_000_000 + 1)).write.parquet(join(segment_dir, PAIRS))
         kept.unpersist()
-    return rows
+    current.unpersist()
+    live.unpersist()
+    counts = {"contents": sum(int(p["rows"]) for p in parts), DOCS: n_docs, PAIRS: n_pairs}
+    return {
+        "name": segment,
+        "batch": None,
+        "parts": parts,
+        "rows": {table: n for table, n in counts.items() if n},
+        "live_contents": n_live,
+    }
 
 
 def compact_index(
@@ -84,11 +80,11 @@ def compact_index(
     buckets: int | None = None,
     keep_versions: int = KEEP_VERSIONS,
 ) -> dict[str, Any]:
-    """Rewrite the committed version's segments into one: dead contents (no document refers to
-    them any more), their band keys and their edges go; duplicates go; each bucket becomes one
-    sorted file. ``buckets`` re-buckets the index. Commits a new version (documents, clusters
-    and batches unchanged) and deletes what no kept version needs. Returns a summary.
-    """
+    """Rewrite the committed version's segments into one: every document's current row, the
+    live contents (dead ones, which no document holds any more, and their edges go) in
+    ``buckets`` parts at most (default: the index's; re-buckets it). Commits a new version
+    (documents, clusters and batches unchanged) and deletes what no kept version needs.
+    Returns a summary."""
     index = Index.open(spark, index_dir)
     if index.manifest is None:
         raise UserError(f"no index at {index_dir} (no {CURRENT_FILE} file)")
@@ -97,26 +93,21 @@ def compact_index(
     if n_buckets < 1:
         raise UserError(f"buckets must be >= 1, got {n_buckets}")
     nonce = new_nonce()
-    segment = f"s{index.version + 1:06d}-{nonce}"
-    docs = index.docs()
-    assert docs is not None  # the index exists
-    live = docs.where(F.col(HAS_TEXT)).select(EXACT_FP).distinct().persist()
-    n_live = live.count()
-    rows = _rewrite_segments(index, segment, n_buckets, maybe_broadcast(live, n_live))
-    live.unpersist()
-    docs.write.parquet(join(index_dir, f"v{index.version + 1:06d}-{nonce}", DOCS))
     before = len(index.segments)
+    entry = _rewrite_segment(index, f"s{index.version + 1:06d}-{nonce}", n_buckets)
+    n_live = entry.pop("live_contents")
+    entry["compacted_from"] = before
     manifest = dict(index.manifest)
     new = new_manifest(
         index,
         DedupeConfig.from_dict(index.manifest["config"]),
         index.manifest["id_type"],
-        [{"name": segment, "batch": None, "compacted_from": before, "rows": rows}],
+        [entry],
         index.batches,
         {
             **index.counts,
-            "contents": rows.get(CONTENTS, 0),
-            "pairs": rows.get(PAIRS, 0),
+            "contents": entry["rows"].get("contents", 0),
+            "pairs": entry["rows"].get(PAIRS, 0),
             "live_contents": n_live,
         },
         n_buckets,
@@ -131,7 +122,7 @@ def compact_index(
         "index": index_dir,
         "version": new["name"],
         "segments_before": before,
-        "rows": rows,
+        "rows": entry["rows"],
         "live_contents": n_live,
         "buckets": n_buckets,
         "deleted_entries": len(deleted),

@@ -66,28 +66,16 @@ import time
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup_spark import __version__
-from neardup_spark.columns import (
-    BAND_KEY,
-    BAND_KEYS,
-    CLUSTER_ID,
-    DOC_ID,
-    EXACT_FP,
-    HAS_TEXT,
-    IS_REPRESENTATIVE,
-    N_SHINGLES,
-    SHINGLES,
-)
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import check_columns, check_paths_apart, input_files, read_corpus
 from neardup_spark.io.filesystem import join
 from neardup_spark.io.output import REPORT_FILE, OutputDir
-from neardup_spark.nightly.publish import CHANGED_CLUSTERS, publish_batch
-from neardup_spark.nightly.stable_ids import IS_OLD, KEPT
+from neardup_spark.nightly.publish import publish_batch
+from neardup_spark.nightly.segment import write_batch
 from neardup_spark.nightly.stable_ids_spark import (
     Clustered,
     cluster_on_driver,
@@ -95,34 +83,26 @@ from neardup_spark.nightly.stable_ids_spark import (
 )
 from neardup_spark.nightly.steps import (
     BatchContext,
-    IndexedState,
     Touched,
     batch_candidates,
-    fingerprint_batch,
+    fresh_texts,
+    index_documents,
     keep,
-    look_up_batch,
     member_history,
-    sketch_new_contents,
+    new_contents,
+    probe_index_keys,
     touched_members,
     verify_candidates,
 )
 from neardup_spark.nightly.store import (
-    BANDS,
-    BANDS_ROWS_PER_FILE,
-    BATCH,
-    CONTENTS,
-    CONTENTS_ROWS_PER_FILE,
     DEFAULT_BUCKETS,
-    DOCS,
     KEEP_VERSIONS,
-    PAIRS,
     Index,
     new_manifest,
     now_iso,
-    write_bucketed,
 )
-from neardup_spark.pipeline.execution import maybe_broadcast
 from neardup_spark.pipeline.reporting import StageTimer, banding_section
+from neardup_spark.runtime.faults import pause_if_asked
 
 log = logging.getLogger(__name__)
 
@@ -241,112 +221,43 @@ def run_incremental(
 def index_batch(ctx: BatchContext) -> dict[str, Any]:
     """Find the batch's clusters, write and commit the next index version; returns its batch
     entry of the manifest."""
-    new = fingerprint_batch(ctx)
-    state = look_up_batch(ctx, new)
-    sketches, n_new_contents = sketch_new_contents(ctx, new, state)
-    candidates = batch_candidates(ctx, sketches, n_new_contents)
-    new_edges = verify_candidates(ctx, candidates, sketches)
-    touched = touched_members(ctx, new, state, new_edges)
-    clustered = cluster_touched(ctx, touched, state, new_edges)
+    new = index_documents(ctx)
+    probe = probe_index_keys(ctx, new)
+    fresh = keep(new_contents(new, probe))
+    n_fresh = ctx.counts["new_contents"] = new.n_contents - probe.n_known
+    texts = fresh_texts(ctx, fresh)
+    candidates = batch_candidates(ctx, fresh, n_fresh, probe)
+    edges = verify_candidates(ctx, candidates, texts)
+    touched = touched_members(ctx, new, probe, edges)
+    clustered = cluster_touched(ctx, touched, edges)
     with ctx.timer.stage("write") as counted:
-        segment_rows = write_segment(ctx, sketches, n_new_contents, new_edges)
-        write_results(ctx, clustered)
-        counted["rows"] = n_docs = write_docs(ctx, clustered, state, touched)
+        segment = write_batch(ctx, fresh, texts, n_fresh, edges, clustered)
+        counted["rows"] = segment["rows"].get("docs", 0)
+    texts.unpersist()
     record_counts(ctx, clustered.stats)
-    index_counts = after_counts(ctx, clustered.stats, touched, n_docs)
-    report = batch_report(ctx, index_counts, clustered.components, bool(segment_rows))
+    index_counts = after_counts(ctx, clustered.stats, touched)
+    report = batch_report(ctx, index_counts, clustered.components, bool(segment["rows"]))
     ctx.index.storage.write_text(
         join(ctx.results_path, REPORT_FILE), json.dumps(report, indent=2, default=str) + "\n"
     )
-    return commit_batch(ctx, segment_rows, index_counts)
+    pause_if_asked("before_index_commit")
+    return commit_batch(ctx, segment, index_counts)
 
 
-def cluster_touched(
-    ctx: BatchContext, touched: Touched, state: IndexedState, new_edges: DataFrame
-) -> Clustered:
+def cluster_touched(ctx: BatchContext, touched: Touched, edges: DataFrame) -> Clustered:
     """Stable-id clusters of the touched documents: on the driver up to
-    ``components_single_task_max_edges`` members, else in distributed Spark jobs."""
-    history = member_history(touched, state, ctx.n_new)
-    stored = touched.stored_edges if touched.n_clusters else None
+    ``components_single_task_max_edges`` members, else in distributed Spark jobs; the stored
+    edges come in only when an indexed cluster is touched."""
+    history = member_history(touched, ctx.n_new)
+    stored = ctx.index.pairs() if touched.n_clusters else None
     with ctx.timer.stage("components") as counted:
         if touched.n_members <= ctx.config.components_single_task_max_edges:
-            clustered = cluster_on_driver(ctx.spark, history, new_edges, stored)
+            clustered = cluster_on_driver(ctx.spark, history, edges, stored)
         else:
             sizes = (touched.n_members, ctx.n_new)
-            clustered = cluster_with_spark(history, new_edges, stored, sizes, ctx.config, keep)
+            clustered = cluster_with_spark(history, edges, stored, sizes, ctx.config, keep)
         counted["rows"] = touched.n_members
     return clustered
-
-
-def write_segment(
-    ctx: BatchContext, sketches: DataFrame, n_new_contents: int, new_edges: DataFrame
-) -> dict[str, int]:
-    """The batch's segment: contents and band keys of its new contents, its verified edges;
-    returns the rows written per table."""
-    rows: dict[str, int] = {}
-    index, buckets = ctx.index, ctx.buckets
-    if n_new_contents:
-        n_keys = n_new_contents * ctx.config.banding.bands
-        write_bucketed(
-            sketches.select(F.col(DOC_ID).alias(EXACT_FP), N_SHINGLES, SHINGLES),
-            index.segment_path(CONTENTS, ctx.segment),
-            EXACT_FP,
-            buckets,
-            n_new_contents,
-            CONTENTS_ROWS_PER_FILE,
-        )
-        write_bucketed(
-            sketches.select(F.explode(BAND_KEYS).alias(BAND_KEY), F.col(DOC_ID).alias(EXACT_FP)),
-            index.segment_path(BANDS, ctx.segment),
-            BAND_KEY,
-            buckets,
-            n_keys,
-            BANDS_ROWS_PER_FILE,
-        )
-        rows[CONTENTS], rows[BANDS] = n_new_contents, n_keys
-    n_near = ctx.counts["near_pairs"]
-    if n_near:
-        new_edges.coalesce(max(1, n_near // 5_000_000 + 1)).write.parquet(
-            index.segment_path(PAIRS, ctx.segment)
-        )
-        rows[PAIRS] = n_near
-    return rows
-
-
-def write_results(ctx: BatchContext, clustered: Clustered) -> None:
-    """The batch's results in the index (what a rerun publishes again): ``clusters/``,
-    ``kept/``, ``pairs/``, ``changed_clusters/``."""
-    new_rows = clustered.assigned.where(~F.col(IS_OLD))
-    one_file = max(1, ctx.n_new // 2_000_000 + 1)
-    results = ctx.results_path
-    new_rows.select(
-        DOC_ID, CLUSTER_ID, (F.col(DOC_ID) == F.col(CLUSTER_ID)).alias(IS_REPRESENTATIVE)
-    ).coalesce(one_file).write.parquet(join(results, "clusters"))
-    new_rows.where(F.col(KEPT)).select(DOC_ID).coalesce(one_file).write.parquet(join(results, KEPT))
-    clustered.pairs.coalesce(one_file).write.parquet(join(results, "pairs"))
-    clustered.changed.coalesce(1).write.parquet(join(results, CHANGED_CLUSTERS))
-
-
-def write_docs(
-    ctx: BatchContext, clustered: Clustered, state: IndexedState, touched: Touched
-) -> int:
-    """The new version's ``docs`` table: untouched live documents plus the re-clustered ones;
-    returns its rows."""
-    docs_after = clustered.assigned.select(DOC_ID, HAS_TEXT, EXACT_FP, CLUSTER_ID, BATCH)
-    if state.live_old is not None:
-        rest = state.live_old.select(DOC_ID, HAS_TEXT, EXACT_FP, CLUSTER_ID, BATCH)
-        if touched.clusters is not None and touched.n_clusters:
-            rest = rest.join(
-                maybe_broadcast(touched.clusters, touched.n_clusters), CLUSTER_ID, "left_anti"
-            )
-        docs_after = rest.unionByName(docs_after)
-    n_docs = int(ctx.index.counts.get("documents", 0)) - clustered.stats["replaced"] + ctx.n_new
-    (
-        docs_after.repartition(max(1, n_docs // 1_000_000 + 1), DOC_ID)
-        .sortWithinPartitions(DOC_ID)
-        .write.parquet(join(ctx.index.root, ctx.version_name, DOCS))
-    )
-    return n_docs
 
 
 def record_counts(ctx: BatchContext, stats: dict[str, int]) -> None:
@@ -366,13 +277,11 @@ def record_counts(ctx: BatchContext, stats: dict[str, int]) -> None:
     )
 
 
-def after_counts(
-    ctx: BatchContext, stats: dict[str, int], touched: Touched, n_docs: int
-) -> dict[str, int]:
+def after_counts(ctx: BatchContext, stats: dict[str, int], touched: Touched) -> dict[str, int]:
     """The index's counts once the batch is committed."""
     before = ctx.index.counts
     return {
-        "documents": n_docs,
+        "documents": int(before.get("documents", 0)) - stats["replaced"] + ctx.n_new,
         "clusters": int(before.get("clusters", 0)) - touched.n_clusters + stats["member_clusters"],
         "contents": int(before.get("contents", 0)) + ctx.counts["new_contents"],
         "pairs": int(before.get("pairs", 0)) + ctx.counts["near_pairs"],
@@ -416,7 +325,7 @@ def batch_report(
 
 
 def commit_batch(
-    ctx: BatchContext, segment_rows: dict[str, int], index_counts: dict[str, int]
+    ctx: BatchContext, segment: dict[str, Any], index_counts: dict[str, int]
 ) -> dict[str, Any]:
     """Commit the next index version (its manifest lists the batch); returns the batch entry."""
     entry = {
@@ -429,8 +338,8 @@ def commit_batch(
         "counts": ctx.counts,
     }
     segments = ctx.index.segments
-    if segment_rows:
-        segments.append({"name": ctx.segment, "batch": ctx.seq, "rows": segment_rows})
+    if segment["rows"]:
+        segments.append(segment)
     manifest = new_manifest(
         ctx.index,
         ctx.config,

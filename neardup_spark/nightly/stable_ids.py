@@ -52,7 +52,7 @@ OLD_CLUSTER_ID, NEW_CLUSTER_ID = "old_cluster_id", "new_cluster_id"  # changed_c
 class ClusterResult:
     """What :func:`cluster_members` computes (Arrow tables, ids of the members' type)."""
 
-    assigned: pa.Table  # doc_id, has_text, exact_fp, cluster_id, batch, is_old, kept
+    assigned: pa.Table  # doc_id, has_text, exact_fp, cluster_id, batch, is_old, old_cluster, kept
     changed: pa.Table  # old_cluster_id, new_cluster_id
     pairs: pa.Table  # PAIRS_COLUMNS: the edges the batch adds
     stats: dict[str, int]
@@ -232,6 +232,7 @@ def cluster_members(members: pa.Table, edges: pa.Table) -> ClusterResult:
             CLUSTER_ID: cluster_ids,
             BATCH: m.table.column(BATCH),
             IS_OLD: m.table.column(IS_OLD),
+            OLD_CLUSTER: m.table.column(OLD_CLUSTER),
             KEPT: pa.array(kept),
         }
     )
@@ -247,5 +248,6 @@ def cluster_members(members: pa.Table, edges: pa.Table) -> ClusterResult:
         "clusters": _nunique(cluster[~m.is_old]),
         "changed_clusters": changed.num_rows,
         "merged_clusters": _nunique(claim[moved]),
+        "moved_docs": int(moved.size),
     }
     return ClusterResult(assigned, changed, _added_pairs(m, g, edges, fresh), stats)

@@ -52,7 +52,7 @@ _HAS_OLD, _WINNER = "has_old", "winner"
 class Clustered:
     """The touched documents' clusters, as Spark DataFrames."""
 
-    assigned: DataFrame  # doc_id, has_text, exact_fp, cluster_id, batch, is_old, kept
+    assigned: DataFrame  # doc_id, has_text, exact_fp, cluster_id, batch, is_old, old_cluster, kept
     changed: DataFrame  # old_cluster_id, new_cluster_id
     pairs: DataFrame  # pairs/ rows the batch adds
     stats: dict[str, int]
@@ -202,6 +202,7 @@ def _cluster_stats(assigned: DataFrame) -> dict[str, int]:
             "changed_clusters"
         ),
         F.countDistinct(F.when(changed_row, F.col(OLD_CLUSTER))).alias("merged_clusters"),
+        F.sum(changed_row.cast("long")).alias("moved_docs"),
     ).first()
     assert row is not None  # an aggregate without grouping always has one row
     return {k: int(v or 0) for k, v in row.asDict().items()}
@@ -254,7 +255,7 @@ def cluster_with_spark(
         "single_task" if n_graph <= config.components_single_task_max_edges else "distributed"
     )
     return Clustered(
-        assigned.select(DOC_ID, HAS_TEXT, EXACT_FP, CLUSTER_ID, BATCH, IS_OLD, KEPT),
+        assigned.select(DOC_ID, HAS_TEXT, EXACT_FP, CLUSTER_ID, BATCH, IS_OLD, OLD_CLUSTER, KEPT),
         changed,
         _added_pairs(edges, assigned, n_new),
         _cluster_stats(assigned),

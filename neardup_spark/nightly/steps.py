@@ -1,18 +1,22 @@
 """The steps of indexing one nightly batch, chained by
-:func:`neardup_spark.nightly.run.index_batch`. Each step decides when Spark acts and times it;
-``n_new`` (the batch's documents) bounds every batch-side table, so broadcasts are sized by it."""
+:func:`neardup_spark.nightly.run.index_batch`. Each step decides when Spark acts and times it.
+
+What a night reads of the index: one scan of its compact keys files (fingerprints and band
+keys, :mod:`.content_files`), the texts of the few indexed contents its candidates name, and
+filtered scans of the narrow ``docs`` and ``pairs`` rows; ``n_new`` (the batch's documents)
+bounds every batch-side table, so broadcasts are sized by it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from neardup_spark.batch.minhash import sorted_set_columns, stored_set_sketches_fn
 from neardup_spark.columns import (
     BAND_KEY,
     BAND_KEYS,
@@ -24,15 +28,13 @@ from neardup_spark.columns import (
     EXACT_FP,
     HAS_TEXT,
     JACCARD,
-    N_SHINGLES,
-    SHINGLES,
-    SKETCH,
     TEXT,
 )
 from neardup_spark.config import DedupeConfig, SessionSettings
-from neardup_spark.io.corpus import check_ids
 from neardup_spark.io.filesystem import join
-from neardup_spark.nightly.edges import buckets_needed, edge_ends, incident_edges
+from neardup_spark.nightly.contents import KIND, KNOWN, MATCH, PART, ROW, fetch_texts, probe_index
+from neardup_spark.nightly.docs import current_rows
+from neardup_spark.nightly.edges import edge_ends, incident_edges
 from neardup_spark.nightly.stable_ids import (
     IS_OLD,
     LIVE_BEFORE,
@@ -40,46 +42,21 @@ from neardup_spark.nightly.stable_ids import (
     PREV_FP,
     PREV_HAS_TEXT,
 )
-from neardup_spark.nightly.store import (
-    BANDS,
-    BATCH,
-    BATCHES,
-    CONTENTS,
-    FP_A,
-    FP_B,
-    PAIRS,
-    Index,
-    new_nonce,
+from neardup_spark.nightly.store import BATCH, BATCHES, FP_A, FP_B, Index, new_nonce
+from neardup_spark.pipeline.execution import (
+    BROADCAST_MAX_ROWS,
+    candidate_partitions,
+    grouped_input,
+    maybe_broadcast,
 )
-from neardup_spark.pipeline.execution import BROADCAST_MAX_ROWS, maybe_broadcast
-from neardup_spark.pipeline.reporting import StageTimer, input_counts
-from neardup_spark.stages.candidates import bucket_members, candidate_pairs
-from neardup_spark.stages.documents import minhash_sketch, text_features
-from neardup_spark.stages.verify import score_candidates
+from neardup_spark.pipeline.reporting import StageTimer
+from neardup_spark.pipeline.steps import document_table
+from neardup_spark.stages.candidates import banded_candidate_pairs
+from neardup_spark.stages.documents import normalized_texts
+from neardup_spark.stages.verify import score_candidate_texts, verified
 
-DISK = StorageLevel.DISK_ONLY
 MEMORY = StorageLevel.MEMORY_AND_DISK
-_NEW_FP = "new_fp"
-_RANK = "rank"
-
-# Contents as stored (sorted shingle sets) with their sketch and band keys.
-SET_SCHEMA = T.StructType(
-    [
-        T.StructField(DOC_ID, T.LongType(), False),
-        T.StructField(SHINGLES, T.BinaryType(), False),
-        T.StructField(N_SHINGLES, T.IntegerType(), False),
-        T.StructField(SKETCH, T.BinaryType(), False),
-        T.StructField(BAND_KEYS, T.ArrayType(T.LongType(), False), False),
-    ]
-)
-# An indexed content as one side of a candidate pair.
-SIDES_SCHEMA = T.StructType(
-    [
-        T.StructField(DOC_ID, T.LongType(), False),
-        T.StructField(SHINGLES, T.BinaryType(), False),
-        T.StructField(SKETCH, T.BinaryType(), False),
-    ]
-)
+_NEW_FP, _OLD_FP, _RANK = "new_fp", "old_fp", "rank"
 
 
 @dataclass
@@ -147,175 +124,152 @@ def batch_documents(df: DataFrame, config: DedupeConfig) -> DataFrame:
 
 @dataclass
 class NewDocuments:
-    features: DataFrame  # text features of every new document
+    features: DataFrame  # the full run's per-document table of every new document
     docs: DataFrame  # doc_id, has_text, exact_fp
-    fps: DataFrame  # the batch's distinct contents (exact_fp)
+    contents: DataFrame  # one row per distinct text: exact_fp, doc_id (its smallest), band_keys
+    n_contents: int
 
 
-def fingerprint_batch(ctx: BatchContext) -> NewDocuments:
-    """Check the ids, then the text features of the new documents (counted)."""
-    with ctx.timer.stage("check_ids"):
-        check_ids(ctx.df, ctx.config.id_col)
-    config = ctx.config
-    features = keep(
-        batch_documents(ctx.df, config).transform(
-            text_features(config.normalize, config.shingle_unit)
-        ),
-        DISK,
+def index_documents(ctx: BatchContext) -> NewDocuments:
+    """The full run's per-document pass over the batch (id check alongside, counts), then its
+    contents: one row per distinct normalised text, with its smallest document (persisted)."""
+    df, parts = grouped_input(ctx.df)
+    features, counts = document_table(
+        df, parts, ctx.config, ctx.timer, documents=batch_documents(df, ctx.config)
     )
-    with ctx.timer.stage("fingerprint") as counted:
-        ctx.counts.update(input_counts(features, config.ngram, config.char_ngram))
-        counted["rows"] = ctx.n_new
+    ctx.counts.update(counts)
     docs = features.select(DOC_ID, HAS_TEXT, EXACT_FP)
-    fps = keep(docs.where(F.col(HAS_TEXT)).select(EXACT_FP).distinct())
-    return NewDocuments(features, docs, fps)
+    contents = keep(
+        features.where(F.col(HAS_TEXT))
+        .groupBy(EXACT_FP)
+        # A text's band keys are a function of the text: any of its documents' will do.
+        .agg(F.min(DOC_ID).alias(DOC_ID), F.first(BAND_KEYS).alias(BAND_KEYS))
+    )
+    with ctx.timer.stage("contents") as counted:
+        n_contents = counted["rows"] = contents.count()
+    return NewDocuments(features, docs, contents, n_contents)
+
+
+def _sorted_arrays(contents: DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The batch's fingerprints and distinct band keys, sorted (shipped with the probe)."""
+    table = contents.select(EXACT_FP, BAND_KEYS).toArrow()
+    fps = np.sort(table.column(EXACT_FP).to_numpy())
+    keys = table.column(BAND_KEYS).combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return fps, np.unique(keys)
 
 
 @dataclass
-class IndexedState:
-    """What the index already holds about the batch (None for a new index)."""
+class Probe:
+    """What the index holds of the batch (an empty index: nothing)."""
 
-    replaced: DataFrame | None = None  # indexed versions of re-crawled ids
-    live_old: DataFrame | None = None  # indexed documents the batch does not replace
-    live_before: DataFrame | None = None  # batch contents some document held before
-    known: DataFrame | None = None  # batch contents the index stores
+    hits: DataFrame | None  # kind, band_key, exact_fp, part, row (see probe_index)
+    known: DataFrame | None  # exact_fp: batch contents the index holds
     n_known: int = 0
 
 
-def look_up_batch(ctx: BatchContext, new: NewDocuments) -> IndexedState:
-    """Re-crawled ids, live documents and known contents of the batch, from ``docs`` and the
-    buckets of ``contents`` the batch's fingerprints fall in."""
-    state = IndexedState()
-    old = ctx.index.docs()
-    n_new = ctx.n_new
-    with ctx.timer.stage("lookup") as counted:
-        if old is not None:
-            new_ids = maybe_broadcast(new.docs.select(DOC_ID), n_new)
-            state.replaced = keep(
-                old.join(new_ids, DOC_ID, "left_semi").select(
-                    DOC_ID,
-                    F.col(EXACT_FP).alias(PREV_FP),
-                    F.col(HAS_TEXT).alias(PREV_HAS_TEXT),
-                    CLUSTER_ID,
-                )
-            )
-            state.live_old = keep(old.join(new_ids, DOC_ID, "left_anti"))
-            # Contents of the batch that some document held before it (replaced ones included).
-            state.live_before = keep(
-                old.where(F.col(HAS_TEXT))
-                .select(EXACT_FP)
-                .join(maybe_broadcast(new.fps, n_new), EXACT_FP, "left_semi")
-                .distinct()
-            )
-        if ctx.index.has_rows(CONTENTS):
-            fp_buckets = buckets_needed(new.fps, EXACT_FP, n_new, ctx.buckets)
-            table = ctx.index.table(CONTENTS, fp_buckets)
-            assert table is not None  # the unfiltered table exists
-            state.known = keep(
-                table.select(EXACT_FP)
-                .join(maybe_broadcast(new.fps, n_new), EXACT_FP, "left_semi")
-                .distinct()
-            )
-            counted["rows"] = state.n_known = state.known.count()
-    ctx.counts["known_contents"] = state.n_known
-    return state
+def probe_index_keys(ctx: BatchContext, new: NewDocuments) -> Probe:
+    """One scan of every contents part: which batch contents the index holds, and which
+    indexed contents share a band key with a batch content (per key, the
+    ``bucket_all_pairs_max`` smallest fingerprints of each part)."""
+    parts = ctx.index.content_parts()
+    if not parts or not new.n_contents:
+        ctx.counts["known_contents"] = 0
+        return Probe(None, None)
+    with ctx.timer.stage("probe") as counted:
+        fps, keys = _sorted_arrays(new.contents)
+        hits = keep(probe_index(ctx.spark, parts, fps, keys, ctx.config.bucket_all_pairs_max))
+        known = keep(hits.where(F.col(KIND) == KNOWN).select(EXACT_FP).distinct())
+        counted["rows"] = n_known = known.count()
+        counted["parts"] = len(parts)
+    ctx.counts["known_contents"] = n_known
+    return Probe(hits, known, n_known)
 
 
-def sketch_new_contents(
-    ctx: BatchContext, new: NewDocuments, state: IndexedState
-) -> tuple[DataFrame, int]:
-    """Sorted shingle sets, sketches and band keys of the contents the index does not hold,
-    one document per distinct text (persisted on disk, counted)."""
-    text_docs = new.features.where(F.col(HAS_TEXT))
-    if state.known is not None and state.n_known:
-        text_docs = text_docs.join(
-            maybe_broadcast(state.known, state.n_known), EXACT_FP, "left_anti"
-        )
-    # Each content's smallest document: only ids and fingerprints move, never the texts.
-    rep_ids = text_docs.groupBy(EXACT_FP).agg(F.min(DOC_ID).alias(DOC_ID))
-    reps = (
-        text_docs.join(maybe_broadcast(rep_ids, ctx.n_new), [EXACT_FP, DOC_ID], "left_semi")
-        .drop(DOC_ID)
-        .withColumnRenamed(EXACT_FP, DOC_ID)
+def new_contents(new: NewDocuments, probe: Probe) -> DataFrame:
+    """The batch contents the index does not hold: ``exact_fp``, ``doc_id``, ``band_keys``."""
+    if probe.known is None or not probe.n_known:
+        return new.contents
+    return new.contents.join(maybe_broadcast(probe.known, probe.n_known), EXACT_FP, "left_anti")
+
+
+def _indexed_neighbours(ctx: BatchContext, fresh: DataFrame, probe: Probe) -> DataFrame:
+    """New x indexed candidates: per band key of a new content, the indexed contents with that
+    key up to ``bucket_all_pairs_max`` (the smallest fingerprints; a large bucket costs a new
+    content a few candidates, not one per indexed member, which would grow night after
+    night). Columns: ``doc_a < doc_b`` (fingerprints), ``old_fp``, ``part``, ``row``."""
+    assert probe.hits is not None  # called with an index
+    first = Window.partitionBy(BAND_KEY).orderBy(EXACT_FP)
+    matches = (
+        probe.hits.where(F.col(KIND) == MATCH)
+        .withColumn(_RANK, F.row_number().over(first))
+        .where(F.col(_RANK) <= ctx.config.bucket_all_pairs_max)
     )
-    sketches = keep(
-        reps.transform(minhash_sketch(ctx.config)).mapInArrow(sorted_set_columns, SET_SCHEMA),
-        DISK,
+    keys = fresh.select(F.col(EXACT_FP).alias(_NEW_FP), F.explode(BAND_KEYS).alias(BAND_KEY))
+    n_keys = ctx.n_new * ctx.config.banding.bands
+    return matches.join(maybe_broadcast(keys, n_keys), BAND_KEY).select(
+        F.least(_NEW_FP, EXACT_FP).alias(DOC_A),
+        F.greatest(_NEW_FP, EXACT_FP).alias(DOC_B),
+        F.col(EXACT_FP).alias(_OLD_FP),
+        PART,
+        ROW,
     )
-    with ctx.timer.stage("sketch") as counted:
-        n_new_contents = counted["rows"] = sketches.count()
-    ctx.counts["new_contents"] = n_new_contents
-    return sketches, n_new_contents
 
 
-def batch_candidates(ctx: BatchContext, sketches: DataFrame, n_new_contents: int) -> DataFrame:
-    """Candidate pairs of contents: new x new (LSH buckets), new x indexed (band-key lookup in
-    the buckets of the new keys); persisted and counted."""
+@dataclass
+class Candidates:
+    pairs: DataFrame  # doc_a < doc_b: content fingerprints
+    stored: DataFrame | None  # where the indexed sides' texts are: part, row
+
+
+def batch_candidates(ctx: BatchContext, fresh: DataFrame, n_fresh: int, probe: Probe) -> Candidates:
+    """Candidate pairs of contents: new x new (the full run's LSH buckets over the new
+    contents) and new x indexed (the probe's band-key matches); persisted and counted."""
     config = ctx.config
-    n_keys = n_new_contents * config.banding.bands
-    bands_table = ctx.index.table(BANDS)
     with ctx.timer.stage("candidates") as counted:
-        candidates = sketches.select(DOC_ID, BAND_KEYS).transform(bucket_members)
-        candidates = candidates.transform(candidate_pairs(config.bucket_all_pairs_max))
-        if bands_table is not None and n_new_contents:
-            keys = sketches.select(
-                F.col(DOC_ID).alias(_NEW_FP), F.explode(BAND_KEYS).alias(BAND_KEY)
-            )
-            key_buckets = buckets_needed(keys, BAND_KEY, n_keys, ctx.buckets)
-            table = ctx.index.table(BANDS, key_buckets)
-            assert table is not None  # the unfiltered table exists
-            # Per band key, the indexed contents up to bucket_all_pairs_max (the smallest
-            # fingerprints): a large bucket costs each new content a few candidates, not one
-            # per indexed member (which would grow with the index, night after night).
-            first = Window.partitionBy(BAND_KEY).orderBy(EXACT_FP)
-            old_pairs = (
-                table.select(BAND_KEY, EXACT_FP)
-                .join(maybe_broadcast(keys.select(BAND_KEY), n_keys), BAND_KEY, "left_semi")
-                .withColumn(_RANK, F.row_number().over(first))
-                .where(F.col(_RANK) <= config.bucket_all_pairs_max)
-                .join(maybe_broadcast(keys, n_keys), BAND_KEY)
-                .select(
-                    F.least(_NEW_FP, EXACT_FP).alias(DOC_A),
-                    F.greatest(_NEW_FP, EXACT_FP).alias(DOC_B),
-                )
-            )
-            candidates = candidates.unionByName(old_pairs).distinct()
-        candidates = keep(candidates)
-        ctx.counts["candidate_pairs"] = counted["rows"] = candidates.count()
-    return candidates
+        parts = candidate_partitions(ctx.spark, n_fresh * config.banding.bands)
+        pairs = fresh.select(F.col(EXACT_FP).alias(DOC_ID), BAND_KEYS).transform(
+            banded_candidate_pairs(config.bucket_all_pairs_max, parts)
+        )
+        stored = None
+        if probe.hits is not None and n_fresh:
+            neighbours = keep(_indexed_neighbours(ctx, fresh, probe))
+            pairs = pairs.unionByName(neighbours.select(DOC_A, DOC_B)).distinct()
+            stored = neighbours.select(PART, ROW)
+        pairs = keep(pairs)
+        ctx.counts["candidate_pairs"] = counted["rows"] = pairs.count()
+    return Candidates(pairs, stored)
 
 
-def verify_candidates(ctx: BatchContext, candidates: DataFrame, sketches: DataFrame) -> DataFrame:
-    """Exact Jaccard of every candidate pair (the old sides' shingle sets from the index's
-    ``contents``) -> verified edges ``fp_a``, ``fp_b``, ``jaccard``, ``estimate`` (persisted,
-    counted as ``near_pairs``)."""
+def verify_candidates(
+    ctx: BatchContext, candidates: Candidates, fresh_texts: DataFrame
+) -> DataFrame:
+    """Exact Jaccard of every candidate pair, both sides shingled from normalised text by the
+    full run's kernel: new contents' from the batch (``fresh_texts``: ``doc_id`` = fingerprint,
+    ``text``), indexed contents' fetched from their parts. -> verified edges ``fp_a``,
+    ``fp_b``, ``jaccard``, ``estimate`` (persisted, counted as ``near_pairs``)."""
     n_candidates = ctx.counts["candidate_pairs"]
-    config = ctx.config
     with ctx.timer.stage("verify") as counted:
-        sides = sketches.select(DOC_ID, SHINGLES, SKETCH)
-        if ctx.index.has_rows(CONTENTS) and n_candidates:
-            ends = edge_ends(candidates, DOC_A, DOC_B)
-            end_buckets = buckets_needed(ends, EXACT_FP, 2 * n_candidates, ctx.buckets)
-            table = ctx.index.table(CONTENTS, end_buckets)
-            assert table is not None  # the unfiltered table exists
-            # Materialised once: scoring joins the sides twice (one per end of a pair), which
-            # would otherwise scan the index's shingle sets twice.
-            old_sides = keep(
-                table.select(EXACT_FP, SHINGLES)
-                .join(maybe_broadcast(ends, 2 * n_candidates), EXACT_FP, "left_semi")
-                .select(F.col(EXACT_FP).alias(DOC_ID), SHINGLES)
-                .mapInArrow(stored_set_sketches_fn(config.num_perm, config.seed), SIDES_SCHEMA)
-            )
-            counted["indexed_sides"] = old_sides.count()
-            sides = sides.unionByName(old_sides)
-        scored = candidates.transform(
-            score_candidates(sides, n_candidates <= BROADCAST_MAX_ROWS)
-        ).where(F.col(JACCARD) >= F.lit(config.threshold))
-        new_edges = keep(
+        sides = fresh_texts
+        if candidates.stored is not None:
+            sides = sides.unionByName(fetch_texts(candidates.stored))
+        broadcast = 2 * n_candidates <= BROADCAST_MAX_ROWS
+        scored = candidates.pairs.transform(
+            score_candidate_texts(sides, ctx.config, broadcast, normalized=True)
+        ).transform(verified(ctx.config.threshold))
+        edges = keep(
             scored.select(F.col(DOC_A).alias(FP_A), F.col(DOC_B).alias(FP_B), JACCARD, ESTIMATE)
         )
-        ctx.counts["near_pairs"] = counted["verified"] = new_edges.count()
-    return new_edges
+        ctx.counts["near_pairs"] = counted["verified"] = edges.count()
+    return edges
+
+
+def fresh_texts(ctx: BatchContext, fresh: DataFrame) -> DataFrame:
+    """The new contents' normalised texts: ``doc_id`` (the fingerprint), ``text`` (persisted:
+    verification and the new segment read them)."""
+    reps = fresh.select(DOC_ID, EXACT_FP)
+    docs = batch_documents(ctx.df, ctx.config).join(maybe_broadcast(reps, ctx.n_new), DOC_ID)
+    texts = docs.select(F.col(EXACT_FP).alias(DOC_ID), TEXT).transform(normalized_texts(ctx.config))
+    return texts.persist(MEMORY)
 
 
 @dataclass
@@ -323,72 +277,105 @@ class Touched:
     """The documents whose cluster may change: the new ones and the touched old clusters."""
 
     members: DataFrame  # doc_id, has_text, exact_fp, old_cluster, is_old, batch
-    clusters: DataFrame | None  # the touched old cluster ids
+    replaced: DataFrame | None  # current rows of re-crawled ids: doc_id, prev_*, cluster_id
+    live_before: DataFrame | None  # batch contents some document held before the batch
     n_clusters: int
     n_members: int
-    stored_edges: DataFrame | None  # the index's verified edges (fp_a, fp_b, jaccard, estimate)
+
+
+def _neighbours(ctx: BatchContext, new: NewDocuments, probe: Probe, edges: DataFrame) -> DataFrame:
+    """Contents whose holders' clusters the batch may touch: the batch's, their verified
+    neighbours, and the stored neighbours of the batch contents the index holds."""
+    fps = new.contents.select(EXACT_FP).unionByName(edge_ends(edges, FP_A, FP_B))
+    stored = ctx.index.pairs()
+    if stored is not None and probe.known is not None and probe.n_known:
+        incident = incident_edges(stored.select(FP_A, FP_B), probe.known, probe.n_known)
+        fps = fps.unionByName(edge_ends(incident, FP_A, FP_B))
+    return fps.distinct()
 
 
 def touched_members(
-    ctx: BatchContext, new: NewDocuments, state: IndexedState, new_edges: DataFrame
+    ctx: BatchContext, new: NewDocuments, probe: Probe, edges: DataFrame
 ) -> Touched:
-    """The old clusters holding a copy or a verified neighbour of a new document, or a
+    """Re-crawled ids, the old clusters holding a batch content, a verified neighbour or a
     re-crawled document, and their live members next to the new documents."""
-    pairs_table = ctx.index.table(PAIRS)
+    rows = ctx.index.docs_rows()
+    members = new.docs.select(
+        DOC_ID,
+        HAS_TEXT,
+        EXACT_FP,
+        F.lit(None).cast(ctx.id_dtype).alias(OLD_CLUSTER),
+        F.lit(False).alias(IS_OLD),
+        F.lit(ctx.seq).cast("int").alias(BATCH),
+    )
+    if rows is None:
+        return Touched(keep(members), None, None, 0, ctx.n_new)
     with ctx.timer.stage("touched") as counted:
-        members = new.docs.select(
-            DOC_ID,
-            HAS_TEXT,
-            EXACT_FP,
-            F.lit(None).cast(ctx.id_dtype).alias(OLD_CLUSTER),
-            F.lit(False).alias(IS_OLD),
-            F.lit(ctx.seq).cast("int").alias(BATCH),
-        )
-        n_touched, touched = 0, None
-        if state.live_old is not None and state.replaced is not None:
-            neighbours = new.fps.unionByName(edge_ends(new_edges, FP_A, FP_B))
-            if pairs_table is not None and state.n_known:
-                assert state.known is not None  # counted above
-                incident = incident_edges(
-                    pairs_table.select(FP_A, FP_B), state.known, state.n_known
-                )
-                neighbours = neighbours.unionByName(edge_ends(incident, FP_A, FP_B))
-            touched = keep(
-                state.live_old.where(F.col(HAS_TEXT))
-                .join(neighbours.distinct(), EXACT_FP, "left_semi")
-                .select(CLUSTER_ID)
-                .unionByName(state.replaced.select(CLUSTER_ID))
-                .distinct()
+        n_new = ctx.n_new
+        ids = maybe_broadcast(new.docs.select(DOC_ID), n_new)
+        neighbours = keep(_neighbours(ctx, new, probe, edges))
+        bound = n_new + 2 * ctx.counts["near_pairs"] + probe.n_known
+
+        def near_the_batch(docs: DataFrame) -> DataFrame:
+            by_id = docs.join(ids, DOC_ID, "left_semi")
+            by_content = docs.join(maybe_broadcast(neighbours, bound), EXACT_FP, "left_semi")
+            return by_id.unionByName(by_content).distinct()
+
+        nearby = keep(current_rows(rows, near_the_batch))
+        replaced = keep(
+            nearby.join(ids, DOC_ID, "left_semi").select(
+                DOC_ID,
+                F.col(EXACT_FP).alias(PREV_FP),
+                F.col(HAS_TEXT).alias(PREV_HAS_TEXT),
+                CLUSTER_ID,
             )
-            n_touched = touched.count()
-            if n_touched:
-                old_members = state.live_old.join(
-                    maybe_broadcast(touched, n_touched), CLUSTER_ID, "left_semi"
+        )
+        batch_fps = new.contents.select(EXACT_FP)
+        # Contents of the batch that some document held before it (replaced ones included).
+        live_before = keep(
+            nearby.where(F.col(HAS_TEXT))
+            .select(EXACT_FP)
+            .join(maybe_broadcast(batch_fps, n_new), EXACT_FP, "left_semi")
+            .distinct()
+        )
+        touched = keep(
+            nearby.where(F.col(HAS_TEXT))
+            .join(ids, DOC_ID, "left_anti")
+            .select(CLUSTER_ID)
+            .unionByName(replaced.select(CLUSTER_ID))
+            .distinct()
+        )
+        n_touched = touched.count()
+        if n_touched:
+            clusters = maybe_broadcast(touched, n_touched)
+
+            def in_touched(docs: DataFrame) -> DataFrame:
+                return docs.join(clusters, CLUSTER_ID, "left_semi").join(ids, DOC_ID, "left_anti")
+
+            old_members = current_rows(rows, in_touched)
+            members = members.unionByName(
+                old_members.select(
+                    DOC_ID,
+                    HAS_TEXT,
+                    EXACT_FP,
+                    F.col(CLUSTER_ID).alias(OLD_CLUSTER),
+                    F.lit(True).alias(IS_OLD),
+                    BATCH,
                 )
-                members = members.unionByName(
-                    old_members.select(
-                        DOC_ID,
-                        HAS_TEXT,
-                        EXACT_FP,
-                        F.col(CLUSTER_ID).alias(OLD_CLUSTER),
-                        F.lit(True).alias(IS_OLD),
-                        BATCH,
-                    )
-                )
+            )
         members = keep(members)
-        counted["rows"] = n_members = members.count() if n_touched else ctx.n_new
+        counted["rows"] = n_members = members.count() if n_touched else n_new
         ctx.counts["touched_clusters"] = n_touched
-    stored = pairs_table.select(FP_A, FP_B, JACCARD, ESTIMATE) if pairs_table is not None else None
-    return Touched(members, touched, n_touched, n_members, stored)
+    return Touched(members, replaced, live_before, n_touched, n_members)
 
 
-def member_history(touched: Touched, state: IndexedState, n_new: int) -> DataFrame:
+def member_history(touched: Touched, n_new: int) -> DataFrame:
     """The members with their replaced version (re-crawls) and whether their content was live
     before the batch: what the stable-id rule needs."""
     members = touched.members
-    if state.replaced is not None:
+    if touched.replaced is not None:
         history = members.join(
-            state.replaced.select(DOC_ID, PREV_FP, PREV_HAS_TEXT), DOC_ID, "left"
+            touched.replaced.select(DOC_ID, PREV_FP, PREV_HAS_TEXT), DOC_ID, "left"
         )
     else:
         history = members.select(
@@ -396,7 +383,7 @@ def member_history(touched: Touched, state: IndexedState, n_new: int) -> DataFra
             F.lit(None).cast("long").alias(PREV_FP),
             F.lit(None).cast("boolean").alias(PREV_HAS_TEXT),
         )
-    if state.live_before is not None:
-        flags = state.live_before.withColumn(LIVE_BEFORE, F.lit(True))
+    if touched.live_before is not None:
+        flags = touched.live_before.withColumn(LIVE_BEFORE, F.lit(True))
         return history.join(maybe_broadcast(flags, n_new), EXACT_FP, "left")
     return history.withColumn(LIVE_BEFORE, F.lit(None).cast("boolean"))

@@ -1,34 +1,34 @@
-"""The persistent index of incremental runs (``--index DIR``): layout, manifest, commits, clean-up.
+"""The persistent index of nightly runs (``--index DIR``): layout, manifest, commits, clean-up.
 
-Layout (every table Parquet; ``S`` a segment name, ``K`` a bucket)::
+Layout (format version 2; ``S`` a segment, written once and never changed)::
 
     DIR/CURRENT                          the committed version's name, e.g. "v000012-3fa9c2d1"
-    DIR/v000012-3fa9c2d1/manifest.json   settings, id type, segments, committed batches, counts
-    DIR/v000012-3fa9c2d1/docs/           one row per indexed document (rewritten per version)
-    DIR/bands/seg=S/bucket=K/            (band_key, exact_fp), sorted by band_key
-    DIR/contents/seg=S/bucket=K/         (exact_fp, n_shingles, shingles), sorted by exact_fp
-    DIR/pairs/seg=S/                     (fp_a, fp_b, jaccard, estimate): verified edges
+    DIR/v000012-3fa9c2d1/manifest.json   settings, id type, segments (and their parts),
+                                         committed batches, counts
+    DIR/segments/S/part-*.keys.arrow     the contents new in S: fingerprints and band keys
+    DIR/segments/S/part-*.texts.arrow    ... and their normalised texts (see content_files)
+    DIR/segments/S/docs/                 documents S added or changed: doc_id, has_text,
+                                         exact_fp, cluster_id, batch, written
+    DIR/segments/S/pairs/                (fp_a, fp_b, jaccard, estimate): verified edges S added
     DIR/batches/b000012-RUNID-NONCE/     one batch's results: clusters/, pairs/,
                                          changed_clusters/, kept/, report.json
 
 The index is *content-addressed*: a distinct normalised text (its 64-bit exact fingerprint,
 ``exact_fp``) is one node of the near-duplicate graph, stored once however many documents carry
-it. ``bands`` and ``contents`` hold its band keys and its sorted shingle-hash set; ``pairs``
-holds the verified edges between contents (facts about two texts, never invalidated). ``docs``
-maps each indexed document to its content and its cluster; a content no document refers to any
-more (all its pages were re-crawled with other text) is *dead*: its rows stay until compaction
-and its edges no longer connect anything.
+it, in the segment of the batch that first brought it. ``pairs`` holds the verified edges between
+contents (facts about two texts, never invalidated). ``docs`` maps each document to its content
+and its cluster: a batch writes a row for each document it indexes and for each indexed document
+whose cluster id it changes (merges, splits), so a night writes what it changed, never the whole
+table; a document's current row is its row of the latest segment (``written``). A content no
+document refers to any more (all its pages were re-crawled with other text) is *dead*: its files
+stay until compaction and its edges no longer connect anything.
 
-``bucket = pmod(key, buckets)`` (``key`` = ``band_key`` or ``exact_fp``), so a lookup of a few
-keys reads only their buckets' files; segments are immutable (one per batch, one per
-compaction) and a version lists the ones it reads.
-
-Commit protocol (one writer at a time): a run writes its segment, its batch results and the new
-version's ``docs`` and ``manifest.json`` under fresh names nothing refers to yet, then replaces
-``CURRENT`` atomically (``os.replace`` locally, ``FileContext.rename(OVERWRITE)`` on Hadoop file
-systems). A run killed at any point leaves the previous version current and intact; its debris
-is deleted by the next run (:func:`collect_garbage`). The last :data:`KEEP_VERSIONS` versions
-are kept, so a reader holding an older ``CURRENT`` keeps working for a while.
+Commit protocol (one writer at a time): a run writes its segment and batch results under fresh
+names nothing refers to yet, then the new version's ``manifest.json``, then replaces ``CURRENT``
+atomically (``os.replace`` locally, ``FileContext.rename(OVERWRITE)`` on Hadoop file systems). A
+run killed at any point leaves the previous version current and intact; its debris is deleted by
+the next run (:meth:`Index.collect_garbage`). The last :data:`KEEP_VERSIONS` versions are kept,
+so a reader holding an older ``CURRENT`` keeps working for a while.
 """
 
 from __future__ import annotations
@@ -48,15 +48,12 @@ from pyspark.sql import types as T
 
 from neardup_spark import __version__
 from neardup_spark.columns import (
-    BAND_KEY,
     CLUSTER_ID,
     DOC_ID,
     ESTIMATE,
     EXACT_FP,
     HAS_TEXT,
     JACCARD,
-    N_SHINGLES,
-    SHINGLES,
 )
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
@@ -69,16 +66,16 @@ from neardup_spark.pipeline.execution import BROADCAST_MAX_ROWS
 log = logging.getLogger(__name__)
 
 FORMAT = "neardup-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 CURRENT_FILE = "CURRENT"
 DEFAULT_BUCKETS = 32
 KEEP_VERSIONS = 3
 
-DOCS, BANDS, CONTENTS, PAIRS, BATCHES = "docs", "bands", "contents", "pairs", "batches"
-SEGMENT_TABLES = (CONTENTS, BANDS, PAIRS)
-SEG, BUCKET = "seg", "bucket"
+DOCS, CONTENTS, PAIRS, BATCHES, SEGMENTS = "docs", "contents", "pairs", "batches", "segments"
+SEGMENT_TABLES = (DOCS, PAIRS)  # Parquet tables of a segment (its contents are part files)
 FP_A, FP_B = "fp_a", "fp_b"
 BATCH = "batch"  # docs: sequence number of the batch that indexed this version of the document
+WRITTEN = "written"  # docs: sequence number of the segment that wrote the row (latest wins)
 
 _VERSION_NAME = re.compile(r"^v(\d{6,})-([0-9a-f]+)$")
 
@@ -95,37 +92,19 @@ def docs_schema(id_type: T.DataType) -> T.StructType:
             T.StructField(EXACT_FP, T.LongType(), False),
             T.StructField(CLUSTER_ID, id_type, False),
             T.StructField(BATCH, T.IntegerType(), False),
+            T.StructField(WRITTEN, T.IntegerType(), False),
         ]
     )
 
 
-BANDS_SCHEMA = T.StructType(
-    [
-        T.StructField(BAND_KEY, T.LongType(), False),
-        T.StructField(EXACT_FP, T.LongType(), False),
-        T.StructField(SEG, T.StringType(), False),
-        T.StructField(BUCKET, T.IntegerType(), False),
-    ]
-)
-CONTENTS_SCHEMA = T.StructType(
-    [
-        T.StructField(EXACT_FP, T.LongType(), False),
-        T.StructField(N_SHINGLES, T.IntegerType(), False),
-        T.StructField(SHINGLES, T.BinaryType(), False),
-        T.StructField(SEG, T.StringType(), False),
-        T.StructField(BUCKET, T.IntegerType(), False),
-    ]
-)
 PAIRS_SCHEMA = T.StructType(
     [
         T.StructField(FP_A, T.LongType(), False),
         T.StructField(FP_B, T.LongType(), False),
         T.StructField(JACCARD, T.DoubleType(), False),
         T.StructField(ESTIMATE, T.DoubleType(), False),
-        T.StructField(SEG, T.StringType(), False),
     ]
 )
-TABLE_SCHEMAS = {BANDS: BANDS_SCHEMA, CONTENTS: CONTENTS_SCHEMA, PAIRS: PAIRS_SCHEMA}
 
 
 def id_type_from_name(name: str) -> T.DataType:
@@ -177,8 +156,10 @@ def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
     if manifest.get("format_version") != FORMAT_VERSION:
         raise UserError(
             f"index {root} has format version {manifest.get('format_version')}; this "
-            f"neardup reads version {FORMAT_VERSION}. Rebuild the index (README, "
-            "'Compacting and rebuilding the index')."
+            f"neardup reads version {FORMAT_VERSION} (version 1 stored shingle sets, version 2 "
+            "stores texts, so it cannot be converted in place). Rebuild the index by replaying "
+            "the batches listed in its manifest into a new directory (README, 'Compacting and "
+            "rebuilding the index'); nothing was changed."
         )
     return manifest
 
@@ -261,38 +242,45 @@ class Index:
 
     # ---- tables
 
-    def docs(self) -> DataFrame | None:
-        """The committed ``docs`` table (None for a new index)."""
-        if self.manifest is None:
+    def docs_rows(self) -> DataFrame | None:
+        """Every ``docs`` row of the committed version's segments (a document's current row is
+        its latest by ``written``; :mod:`neardup_spark.nightly.docs` resolves it), or None."""
+        return self._segment_table(DOCS, docs_schema(id_type_from_name(self.id_type)))
+
+    def pairs(self) -> DataFrame | None:
+        """The verified edges of every segment (``fp_a``, ``fp_b``, ``jaccard``, ``estimate``)."""
+        return self._segment_table(PAIRS, PAIRS_SCHEMA)
+
+    def _segment_table(self, table: str, schema: T.StructType) -> DataFrame | None:
+        paths = [
+            self.segment_path(s["name"], table)
+            for s in self.segments
+            if s["rows"].get(table, 0) > 0
+        ]
+        if not paths:
             return None
-        schema = docs_schema(id_type_from_name(self.manifest["id_type"]))
-        return self.spark.read.schema(schema).parquet(join(self.root, self.manifest["name"], DOCS))
+        return self.spark.read.schema(schema).parquet(*paths)
+
+    def content_parts(self) -> list[str]:
+        """The paths (without suffix) of every contents part of the committed version."""
+        return [
+            self.segment_path(s["name"], part["name"])
+            for s in self.segments
+            for part in s.get("parts", [])
+        ]
+
+    @property
+    def id_type(self) -> str:
+        return str(self.manifest["id_type"]) if self.manifest else "string"
 
     def has_rows(self, name: str) -> bool:
         """Whether a segment of the committed version has rows in table ``name``."""
         return any(s["rows"].get(name, 0) > 0 for s in self.segments)
 
-    def table(self, name: str, buckets: list[int] | None = None) -> DataFrame | None:
-        """One segment table (``bands``, ``contents``, ``pairs``) over every segment of the
-        committed version, or None when no segment has rows in it. ``buckets`` limits the read
-        to those buckets' files (``bands`` and ``contents``)."""
-        segments = [s["name"] for s in self.segments if s["rows"].get(name, 0) > 0]
-        if not segments:
-            return None
-        base = join(self.root, name)
-        df = (
-            self.spark.read.schema(TABLE_SCHEMAS[name])
-            .option("basePath", base)
-            .parquet(*[join(base, f"{SEG}={s}") for s in segments])
-        )
-        if buckets is not None and name != PAIRS:
-            df = df.where(F.col(BUCKET).isin(buckets))
-        return df
-
     # ---- writing
 
-    def segment_path(self, table: str, segment: str) -> str:
-        return join(self.root, table, f"{SEG}={segment}")
+    def segment_path(self, segment: str, *parts: str) -> str:
+        return join(self.root, SEGMENTS, segment, *parts)
 
     def commit(self, manifest: dict[str, Any]) -> None:
         """Write ``manifest`` into its version directory (whose ``docs/`` is written), then make
@@ -327,17 +315,10 @@ class Index:
                 entry.startswith(f".{CURRENT_FILE}.") and entry.endswith(".tmp")
             ):
                 drop(path)
-            elif entry in SEGMENT_TABLES:
-                for seg_dir in self.storage.list(path):
-                    if (
-                        (
-                            seg_dir.startswith(f"{SEG}=")
-                            and seg_dir[len(SEG) + 1 :] not in kept_segments
-                        )
-                        or seg_dir.startswith("_")
-                        or seg_dir.startswith(".")
-                    ):
-                        drop(join(path, seg_dir))
+            elif entry == SEGMENTS:
+                for segment in self.storage.list(path):
+                    if segment not in kept_segments:
+                        drop(join(path, segment))
             elif entry == BATCHES:
                 for batch_dir in self.storage.list(path):
                     if batch_dir not in kept_batches:
@@ -364,7 +345,7 @@ class Index:
 def _is_index_entry(name: str) -> bool:
     return (
         bool(_VERSION_NAME.match(name))
-        or name in (*SEGMENT_TABLES, BATCHES)
+        or name in (SEGMENTS, BATCHES)
         or (name.startswith(f".{CURRENT_FILE}.") and name.endswith(".tmp"))
     )
 
@@ -407,31 +388,6 @@ def new_manifest(
         "batches": batches,
         "counts": counts,
     }
-
-
-# --------------------------------------------------------------------------------------------
-# Writing segment tables
-
-
-# About 128 MB files: a content row holds ~4 KB of shingles at 500 words, a band row 16 bytes.
-CONTENTS_ROWS_PER_FILE = 30_000
-BANDS_ROWS_PER_FILE = 4_000_000
-
-
-def write_bucketed(
-    df: DataFrame, path: str, key: str, buckets: int, rows: int, rows_per_file: int
-) -> None:
-    """Write ``df`` (about ``rows`` rows) partitioned by ``bucket = pmod(key, buckets)``, each
-    file's rows sorted by ``key``: one file per bucket, more when a bucket would hold over
-    ``rows_per_file`` rows."""
-    bucketed = df.withColumn(BUCKET, F.pmod(F.col(key), F.lit(buckets)).cast("int"))
-    files = max(1, -(-rows // (rows_per_file * buckets)))
-    if files == 1:
-        parts = bucketed.repartition(buckets, BUCKET)
-    else:
-        salt = F.pmod(F.xxhash64(F.col(key)), F.lit(files))
-        parts = bucketed.repartition(buckets * files, BUCKET, salt)
-    parts.sortWithinPartitions(BUCKET, key).write.partitionBy(BUCKET).parquet(path)
 
 
 def index_info(spark: SparkSession | None, index_dir: str) -> dict[str, Any]:

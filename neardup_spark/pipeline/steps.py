@@ -51,15 +51,22 @@ MEMORY = StorageLevel.MEMORY_AND_DISK
 
 
 def document_table(
-    df: DataFrame, parts: int, config: DedupeConfig, timer: StageTimer
+    df: DataFrame,
+    parts: int,
+    config: DedupeConfig,
+    timer: StageTimer,
+    documents: DataFrame | None = None,
 ) -> tuple[DataFrame, dict[str, int]]:
     """The one per-document pass (persisted; no shingle sets: verification recomputes those of
     the candidates only) and the input counts, with the id check running alongside it (a bad id
     cancels the pass and is the error raised). ``check_ids`` times what is left of the check
-    once the pass is done."""
+    once the pass is done. ``documents`` (``doc_id``, ``text``; default: ``df``'s id and text
+    columns) is what the pass reads."""
     spark = df.sparkSession
     wait_for_id_check = run_alongside(spark, lambda: check_ids(df, config.id_col))
-    docs = spread(as_documents(df, config.id_col, config.text_col), parts)
+    if documents is None:
+        documents = as_documents(df, config.id_col, config.text_col)
+    docs = spread(documents, parts)
     features = docs.transform(
         document_features(config, with_sets=False, before_batch=fail_once_if_asked)
     ).persist(BULK_STORAGE)

@@ -29,8 +29,9 @@ def fail_once_if_asked() -> None:
 
 # Test hook for kills at a known point: when PAUSE_AT_ENV names a point a run reaches, the run
 # writes the file PAUSE_MARKER_ENV names and sleeps, so a test can SIGKILL it exactly there
-# (tests/cli/test_dedupe.py). Points: "before_commit" (outputs staged, nothing committed) and
-# "in_commit" (OUTPUT's previous entries removed, the new ones not yet moved in).
+# (tests/cli/test_dedupe.py, tests/nightly). Points: "before_commit" (outputs staged, nothing
+# committed), "in_commit" (OUTPUT's previous entries removed, the new ones not yet moved in),
+# "before_index_commit" (a nightly batch's segment and results written, CURRENT not replaced).
 PAUSE_AT_ENV = "NEARDUP_PAUSE_AT"
 PAUSE_MARKER_ENV = "NEARDUP_PAUSE_MARKER"
 PAUSE_SECONDS = 600

@@ -79,7 +79,10 @@ def _paired_sides(docs: DataFrame, candidates: DataFrame, broadcast: bool) -> Da
 
 
 def score_candidate_texts(
-    texts: DataFrame, config: DedupeConfig, broadcast_candidates: bool = True
+    texts: DataFrame,
+    config: DedupeConfig,
+    broadcast_candidates: bool = True,
+    normalized: bool = False,
 ) -> Callable[[DataFrame], DataFrame]:
     """Candidate pairs -> the same pairs scored as by :func:`score_candidates`, the shingle sets
     and sketches recomputed from ``texts`` (columns ``doc_id``, ``text``).
@@ -90,8 +93,9 @@ def score_candidate_texts(
     page, and compressible) travel in the one shuffle that brings a pair's sides together, not
     their shingle sets (~5 KB, incompressible), and the sets are computed right where they are
     compared. A document in ``k`` pairs is shingled ``k`` times: cheaper than a second shuffle.
+    ``normalized``: the texts are already normalised (the nightly index's).
     """
-    with_sets = sets_from_texts_fn(config)
+    with_sets = sets_from_texts_fn(config, normalized)
 
     def score(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return score_sorted_sides(batches, with_sets)

@@ -13,7 +13,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from neardup_spark.nightly.docs import latest_rows
 from neardup_spark.nightly.store import Index
+from neardup_spark.runtime.faults import PAUSE_AT_ENV, PAUSE_MARKER_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,8 +35,9 @@ def assignment(path: Path | str) -> dict[str, str]:
 
 
 def index_assignment(spark, index_dir: Path) -> dict[str, str]:
-    docs = Index.open(spark, str(index_dir)).docs()
-    assert docs is not None
+    rows = Index.open(spark, str(index_dir)).docs_rows()
+    assert rows is not None
+    docs = latest_rows(rows)
     return {r["doc_id"]: r["cluster_id"] for r in docs.collect()}
 
 
@@ -132,9 +135,8 @@ run_incremental(spark, batch, out, index, build_config(), overwrite=True)
 
 
 class KilledRun:
-    """Day 3 in a process of its own, SIGKILLed while it writes the new index version: when its
-    new segment appears on disk, it still has to write the bands, the pairs, the batch results
-    and the documents, and to commit."""
+    """Day 3 in a process of its own, SIGKILLed once it wrote its segment and results, before it
+    commits (held there by the ``before_index_commit`` pause point)."""
 
     def __init__(self, root: Path, batch: Path, out: Path, index: Path) -> None:
         self.root, self.out, self.index = root, out, index
@@ -144,7 +146,12 @@ class KilledRun:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", KILLED_RUN, str(batch), str(out), str(index), str(self.go)],
                 cwd=REPO,
-                env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+                env={
+                    **os.environ,
+                    "PYSPARK_PYTHON": sys.executable,
+                    PAUSE_AT_ENV: "before_index_commit",
+                    PAUSE_MARKER_ENV: str(root / "paused"),
+                },
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
@@ -158,10 +165,11 @@ class KilledRun:
         try:
             self.go.touch()
             deadline = time.monotonic() + 300
-            while marker is None and time.monotonic() < deadline and self.proc.poll() is None:
-                marker = next((self.index / "contents").glob("seg=s000003-*"), None)
-                time.sleep(0.02)
-            if marker is not None:
+            paused = self.root / "paused"
+            while not paused.exists() and time.monotonic() < deadline and self.proc.poll() is None:
+                time.sleep(0.05)
+            marker = next((self.index / "segments").glob("s000003-*/docs"), None)
+            if paused.exists():
                 os.killpg(self.proc.pid, signal.SIGKILL)  # Python, JVM and Python workers
         finally:
             self.stop()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
+
 from neardup_spark.nightly.compaction import compact_index
+from neardup_spark.nightly.content_files import KEYS_SUFFIX, read_keys
 from neardup_spark.nightly.store import Index
 from tests.nightly.history import (
     index_assignment,
@@ -16,7 +19,7 @@ def test_compaction_drops_dead_contents(spark, history, tmp_path):
     shutil.copytree(history["root"] / "index-after-day3", index)
     before = index_assignment(spark, index)
     old = Index.open(spark, str(index))
-    old_pairs = old.table("pairs")
+    old_pairs = old.pairs()
     assert old_pairs is not None
     n_pairs = old_pairs.count()
     summary = compact_index(spark, str(index), keep_versions=1)
@@ -27,6 +30,14 @@ def test_compaction_drops_dead_contents(spark, history, tmp_path):
     # 0) are gone.
     assert summary["rows"]["contents"] == summary["live_contents"]
     assert summary["rows"]["pairs"] == n_pairs - 3
-    for table in ("contents", "bands", "pairs"):
-        assert len(list((index / table).glob("seg=*"))) == 1, table
+    (segment,) = (index / "segments").iterdir()  # the older segments are deleted
+    assert segment.name == compacted.segments[0]["name"]
+    parts = sorted(p.name for p in segment.glob("part-*"))
+    assert parts and len(parts) == 2 * len(compacted.segments[0]["parts"])
+    assert (segment / "docs").is_dir() and (segment / "pairs").is_dir()
     assert len(list(index.glob("v*"))) == 1
+    # The dead content's text is gone from the parts, the live ones are all there.
+    stored = compacted.content_parts()
+    fps = np.concatenate([read_keys(p + KEYS_SUFFIX)[0] for p in stored])
+    live = {r["exact_fp"] for r in compacted.docs_rows().where("has_text").collect()}
+    assert sorted(fps.tolist()) == sorted(live)

@@ -1,0 +1,180 @@
+"""The files that hold an index's contents (one distinct normalised text each), read and written
+on the executors with PyArrow, no Spark.
+
+A *part* is two Arrow IPC files with the same rows, sorted by the content's exact fingerprint:
+
+* ``NAME.keys.arrow`` (uncompressed, memory-mapped when local): ``fp`` (int64) and ``band_keys``
+  (the content's LSH band keys as ``bands`` little-endian int64 in one fixed-size binary). The
+  nightly probe scans it whole: ``8 + 8 * bands`` bytes per content (232 at 28 bands), the only
+  index-sized read of a night.
+* ``NAME.texts.arrow`` (zstd): ``fp`` and ``text`` (the normalised text), in record batches of
+  :data:`TEXT_BATCH_ROWS` rows. Verification reads the batches holding the contents it needs,
+  each on its own (the IPC footer locates them), never the whole file: a night fetches a few
+  thousand texts of a million without decoding the rest.
+
+Texts, not shingle sets, are stored: the verifying task shingles them with the same kernel the
+full run uses, so the sets are bit for bit the full run's, and a compressed text (~1.1 KB for a
+500-word page) is a quarter of its 64-bit shingle set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from neardup_spark.io.filesystem import join, pyarrow_filesystem
+
+TEXT_BATCH_ROWS = 8
+KEYS_SUFFIX = ".keys.arrow"
+TEXTS_SUFFIX = ".texts.arrow"
+TEXTS_CODEC = "zstd"
+FP, BAND_KEYS, TEXT = "fp", "band_keys", "text"
+# Band keys whose top bits fall in this many buckets are checked exactly (a prefilter that makes
+# the probe of a million contents' keys a few vectorised passes instead of a binary search each).
+_PREFILTER_BITS = 24
+
+
+def part_name(first_fp: int) -> str:
+    """A part's name: its first (smallest) fingerprint, so parts written again are the same."""
+    return f"part-{first_fp & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+def _open_input(path: str) -> Any:
+    """A random-access file: memory-mapped when local, else through PyArrow's file system."""
+    fs, inner = pyarrow_filesystem(path)
+    if isinstance(fs, pa.fs.LocalFileSystem):
+        return pa.memory_map(inner, "r")
+    return fs.open_input_file(inner)
+
+
+def _write_ipc(path: str, table: pa.Table, batch_rows: int | None, codec: str | None) -> int:
+    """Write ``table`` as an Arrow IPC file (under a temporary name, then renamed); its bytes."""
+    fs, inner = pyarrow_filesystem(path)
+    fs.create_dir(inner.rpartition("/")[0], recursive=True)
+    tmp = f"{inner}.tmp"
+    options = pa.ipc.IpcWriteOptions(compression=pa.Codec(codec) if codec else None)
+    with (
+        fs.open_output_stream(tmp) as sink,
+        pa.ipc.new_file(sink, table.schema, options=options) as writer,
+    ):
+        writer.write_table(table, max_chunksize=batch_rows)
+    fs.move(tmp, inner)
+    return int(fs.get_file_info(inner).size)
+
+
+@dataclass(frozen=True)
+class PartSummary:
+    """What :func:`write_part` wrote."""
+
+    name: str
+    rows: int
+    keys_bytes: int
+    texts_bytes: int
+
+
+def write_part(
+    directory: str, fps: np.ndarray, band_keys: np.ndarray, texts: pa.Array
+) -> PartSummary:
+    """Write one part into ``directory``: ``fps`` (int64, sorted, distinct), their band keys
+    (``(n, bands)`` int64) and normalised texts (strings, same order)."""
+    n, bands = band_keys.shape
+    name = part_name(int(fps[0]))
+    keys = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(8 * bands), n, [None, pa.py_buffer(np.ascontiguousarray(band_keys, "<i8"))]
+    )
+    fp_column = pa.array(fps, pa.int64())
+    keys_bytes = _write_ipc(
+        join(directory, name + KEYS_SUFFIX),
+        pa.table({FP: fp_column, BAND_KEYS: keys}),
+        batch_rows=None,
+        codec=None,
+    )
+    texts_bytes = _write_ipc(
+        join(directory, name + TEXTS_SUFFIX),
+        pa.table({FP: fp_column, TEXT: texts.cast(pa.large_string())}),
+        batch_rows=TEXT_BATCH_ROWS,
+        codec=TEXTS_CODEC,
+    )
+    return PartSummary(name, n, keys_bytes, texts_bytes)
+
+
+def read_keys(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """A part's keys file (``path`` ends in :data:`KEYS_SUFFIX`): ``(fps int64[n], band keys
+    int64[n, bands])``, zero-copy views of the memory-mapped file when local."""
+    table = pa.ipc.open_file(_open_input(path)).read_all().combine_chunks()
+    fps = table.column(FP).chunk(0).to_numpy()
+    keys = table.column(BAND_KEYS).chunk(0)
+    width = keys.type.byte_width // 8
+    data = np.frombuffer(keys.buffers()[1], dtype="<i8")
+    start = keys.offset * width
+    return fps, data[start : start + len(keys) * width].reshape(len(keys), width)
+
+
+def sorted_member_mask(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``values`` (int64) that are in ``sorted_set`` (sorted int64), as a boolean mask: a bitmap
+    of the set's top bits first, then an exact binary search of the few that pass it.
+
+    >>> sorted_member_mask(np.array([5, -3, 7, 5]), np.array([-3, 5])).tolist()
+    [True, True, False, True]
+    """
+    mask = np.zeros(len(values), dtype=bool)
+    if not len(values) or not len(sorted_set):
+        return mask
+    shift = np.uint64(64 - _PREFILTER_BITS)
+    bitmap = np.zeros(1 << _PREFILTER_BITS, dtype=bool)
+    bitmap[sorted_set.view(np.uint64) >> shift] = True
+    maybe = np.flatnonzero(bitmap[values.view(np.uint64) >> shift])
+    found = np.searchsorted(sorted_set, values[maybe])
+    found = np.minimum(found, len(sorted_set) - 1)
+    mask[maybe[sorted_set[found] == values[maybe]]] = True
+    return mask
+
+
+@dataclass
+class ProbeHits:
+    """What one part holds of a batch: its contents (``known``) and, per band key of the
+    batch, up to ``top`` of its contents with that key (the smallest fingerprints)."""
+
+    known: np.ndarray  # fps of the part that the batch holds
+    keys: np.ndarray  # band key of each match
+    fps: np.ndarray  # the part's content with that key
+    rows: np.ndarray  # its row in the part
+
+
+def probe_part(
+    fps: np.ndarray, band_keys: np.ndarray, batch_fps: np.ndarray, batch_keys: np.ndarray, top: int
+) -> ProbeHits:
+    """Probe one part with the batch's fingerprints and band keys (both sorted int64)."""
+    known = fps[sorted_member_mask(fps, batch_fps)]
+    flat = band_keys.reshape(-1)
+    hit = np.flatnonzero(sorted_member_mask(flat, batch_keys))
+    rows = hit // band_keys.shape[1]
+    keys, match_fps = flat[hit], fps[rows]
+    order = np.lexsort((match_fps, keys))
+    keys, match_fps, rows = keys[order], match_fps[order], rows[order]
+    # Rank within each key's run; keep the first ``top`` (a key's smallest fingerprints).
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, int)
+    run_start = np.repeat(starts, np.diff(np.r_[starts, len(keys)]))
+    keep = np.arange(len(keys)) - run_start < top
+    return ProbeHits(known, keys[keep], match_fps[keep], rows[keep])
+
+
+def read_texts(path: str, rows: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+    """The normalised texts at ``rows`` (sorted, distinct) of a part's texts file: ``(fps,
+    texts)``. Reads only the record batches holding them."""
+    reader = pa.ipc.open_file(_open_input(path))
+    fp_parts: list[pa.Array] = []
+    text_parts: list[pa.Array] = []
+    batches = rows // TEXT_BATCH_ROWS
+    for batch_index in np.unique(batches):
+        batch = reader.get_batch(int(batch_index))
+        within = pa.array(rows[batches == batch_index] - batch_index * TEXT_BATCH_ROWS)
+        fp_parts.append(batch.column(FP).take(within))
+        text_parts.append(batch.column(TEXT).take(within))
+    if not fp_parts:
+        return np.zeros(0, np.int64), pa.array([], pa.large_string())
+    fps = pa.concat_arrays(fp_parts).to_numpy()
+    return fps, pa.concat_arrays(text_parts)

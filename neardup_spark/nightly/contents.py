@@ -1,0 +1,214 @@
+"""The index's contents in Spark: writing a segment's parts, probing every part with a batch,
+fetching the texts verification needs. The files themselves: :mod:`.content_files`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from neardup_spark.columns import BAND_KEY, BAND_KEYS, DOC_ID, EXACT_FP, TEXT
+from neardup_spark.io.filesystem import join
+from neardup_spark.nightly.content_files import (
+    KEYS_SUFFIX,
+    TEXTS_SUFFIX,
+    probe_part,
+    read_keys,
+    read_texts,
+    write_part,
+)
+
+PART, ROW, KIND = "part", "row", "kind"
+KNOWN, MATCH = 0, 1  # probe rows: a batch content the index holds; a band-key match
+# Contents per part of a segment: the probe's tasks take whole parts.
+ROWS_PER_PART = 250_000
+
+PART_SUMMARY_SCHEMA = T.StructType(
+    [
+        T.StructField("name", T.StringType(), False),
+        T.StructField("rows", T.LongType(), False),
+        T.StructField("keys_bytes", T.LongType(), False),
+        T.StructField("texts_bytes", T.LongType(), False),
+    ]
+)
+PROBE_SCHEMA = T.StructType(
+    [
+        T.StructField(KIND, T.IntegerType(), False),
+        T.StructField(BAND_KEY, T.LongType(), False),
+        T.StructField(EXACT_FP, T.LongType(), False),
+        T.StructField(PART, T.StringType(), False),
+        T.StructField(ROW, T.LongType(), False),
+    ]
+)
+TEXTS_SCHEMA = T.StructType(
+    [T.StructField(DOC_ID, T.LongType(), False), T.StructField(TEXT, T.StringType(), True)]
+)
+
+
+def parts_for(rows: int, most: int) -> int:
+    """Parts a segment of ``rows`` contents is written in: one per :data:`ROWS_PER_PART`, at
+    most ``most`` (the index's ``buckets``)."""
+    return max(1, min(most, math.ceil(rows / ROWS_PER_PART)))
+
+
+def _band_key_matrix(column: pa.Array, bands: int) -> np.ndarray:
+    """A ``list<int64>`` column of ``bands`` keys per row -> ``(n, bands)`` int64."""
+    flat = column.flatten().to_numpy(zero_copy_only=False)
+    return flat.reshape(len(column), bands) if len(column) else np.zeros((0, bands), np.int64)
+
+
+def _write_parts_fn(directory: str, bands: int) -> Any:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = [batch for batch in batches if batch.num_rows]
+        if not received:
+            return
+        table = pa.Table.from_batches(received).combine_chunks()
+        summary = write_part(
+            directory,
+            table.column(EXACT_FP).to_numpy(),
+            _band_key_matrix(table.column(BAND_KEYS).chunk(0), bands),
+            table.column(TEXT).chunk(0),
+        )
+        yield pa.RecordBatch.from_pylist([vars(summary)], schema=pa.schema(
+            [("name", pa.string()), ("rows", pa.int64()), ("keys_bytes", pa.int64()),
+             ("texts_bytes", pa.int64())]
+        ))  # fmt: skip
+
+    return run
+
+
+def write_contents(
+    contents: DataFrame, directory: str, parts: int, bands: int
+) -> list[dict[str, Any]]:
+    """Write ``contents`` (``exact_fp``, ``band_keys``, ``text``: the normalised text; distinct
+    fingerprints, each with ``bands`` keys) as ``parts`` parts under ``directory``, each sorted
+    by fingerprint; returns the parts written (name, rows, bytes), in name order."""
+    written = (
+        contents.select(EXACT_FP, BAND_KEYS, TEXT)
+        .repartition(parts, F.pmod(F.col(EXACT_FP), F.lit(parts)))
+        .sortWithinPartitions(EXACT_FP)
+        .mapInArrow(_write_parts_fn(directory, bands), PART_SUMMARY_SCHEMA)
+        .collect()
+    )
+    return sorted((row.asDict() for row in written), key=lambda part: str(part["name"]))
+
+
+def _probe_fn(batch_fps: np.ndarray, batch_keys: np.ndarray, top: int) -> Any:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path in batch.column(PART).to_pylist():
+                fps, keys = read_keys(path + KEYS_SUFFIX)
+                hits = probe_part(fps, keys, batch_fps, batch_keys, top)
+                n_known, n_match = len(hits.known), len(hits.keys)
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array(np.r_[[KNOWN] * n_known, [MATCH] * n_match], pa.int32()),
+                        pa.array(np.r_[np.zeros(n_known, np.int64), hits.keys]),
+                        pa.array(np.r_[hits.known, hits.fps]),
+                        pa.array([path] * (n_known + n_match), pa.string()),
+                        pa.array(np.r_[np.full(n_known, -1), hits.rows].astype(np.int64)),
+                    ],
+                    schema=pa.schema(
+                        [(KIND, pa.int32()), (BAND_KEY, pa.int64()), (EXACT_FP, pa.int64()),
+                         (PART, pa.string()), (ROW, pa.int64())]
+                    ),
+                )  # fmt: skip
+
+    return run
+
+
+def probe_index(
+    spark: SparkSession,
+    parts: list[str],
+    batch_fps: np.ndarray,
+    batch_keys: np.ndarray,
+    top: int,
+) -> DataFrame:
+    """Scan every part (``parts``: paths without suffix) for the batch's fingerprints and band
+    keys (sorted int64; shipped with the tasks): ``kind`` (``KNOWN``: ``exact_fp`` is a batch
+    content the index holds; ``MATCH``: ``exact_fp`` has ``band_key``, one of the ``top``
+    smallest fingerprints with that key in its part), ``band_key``, ``exact_fp``, ``part``,
+    ``row``."""
+    tasks = max(1, min(len(parts), 2 * spark.sparkContext.defaultParallelism))
+    paths = spark.createDataFrame(
+        [(p,) for p in parts], T.StructType([T.StructField(PART, T.StringType(), False)])
+    )
+    return paths.repartition(tasks).mapInArrow(_probe_fn(batch_fps, batch_keys, top), PROBE_SCHEMA)
+
+
+def _fetch_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    received = [batch for batch in batches if batch.num_rows]
+    if not received:
+        return
+    table = pa.Table.from_batches(received)
+    table = table.sort_by([(PART, "ascending"), (ROW, "ascending")])
+    parts = table.column(PART).to_pylist()
+    rows = table.column(ROW).to_numpy()
+    start = 0
+    while start < len(parts):
+        end = start
+        while end < len(parts) and parts[end] == parts[start]:
+            end += 1
+        fps, texts = read_texts(parts[start] + TEXTS_SUFFIX, np.unique(rows[start:end]))
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(fps, pa.int64()), texts.cast(pa.string())], names=[DOC_ID, TEXT]
+        )
+        start = end
+
+
+def fetch_texts(requests: DataFrame) -> DataFrame:
+    """Requests (``part``, ``row``) -> the normalised texts stored there: ``doc_id`` (the
+    content's fingerprint), ``text``. Each task reads the few record batches it needs of the
+    parts it gets."""
+    tasks = max(1, requests.sparkSession.sparkContext.defaultParallelism)
+    return (
+        requests.select(PART, ROW)
+        .distinct()
+        .repartition(tasks, PART)
+        .mapInArrow(_fetch_fn, TEXTS_SCHEMA)
+    )
+
+
+def part_paths(segment_dir: str, names: list[str]) -> list[str]:
+    """The paths (without suffix) of a segment's parts."""
+    return [join(segment_dir, name) for name in names]
+
+
+def _read_parts_fn(bands: int) -> Any:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path in batch.column(PART).to_pylist():
+                fps, keys = read_keys(path + KEYS_SUFFIX)
+                _, texts = read_texts(path + TEXTS_SUFFIX, np.arange(len(fps)))
+                offsets = pa.array(np.arange(len(fps) + 1, dtype=np.int32) * bands)
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array(fps, pa.int64()),
+                        pa.ListArray.from_arrays(offsets, pa.array(keys.reshape(-1))),
+                        texts.cast(pa.string()),
+                    ],
+                    names=[EXACT_FP, BAND_KEYS, TEXT],
+                )
+
+    return run
+
+
+def read_contents(spark: SparkSession, parts: list[str], bands: int) -> DataFrame:
+    """Every content of ``parts``: ``exact_fp``, ``band_keys`` (list of ``bands`` longs),
+    ``text`` (normalised). For compaction, which rewrites them whole."""
+    schema = T.StructType(
+        [
+            T.StructField(EXACT_FP, T.LongType(), False),
+            T.StructField(BAND_KEYS, T.ArrayType(T.LongType(), False), False),
+            T.StructField(TEXT, T.StringType(), True),
+        ]
+    )
+    path_schema = T.StructType([T.StructField(PART, T.StringType(), False)])
+    paths = spark.createDataFrame([(p,) for p in parts], path_schema)
+    return paths.repartition(max(1, len(parts))).mapInArrow(_read_parts_fn(bands), schema)

@@ -1,0 +1,108 @@
+"""What a nightly batch writes: its segment (the contents it brought, the documents it added or
+changed, the edges it verified) and its results (what OUTPUT publishes, kept in the index so a
+rerun can publish them again). Everything is new files under fresh names; nothing the index
+already holds is rewritten."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from neardup_spark.columns import (
+    BAND_KEYS,
+    CLUSTER_ID,
+    DOC_ID,
+    EXACT_FP,
+    HAS_TEXT,
+    IS_REPRESENTATIVE,
+    TEXT,
+)
+from neardup_spark.io.filesystem import join
+from neardup_spark.nightly.contents import parts_for, write_contents
+from neardup_spark.nightly.publish import CHANGED_CLUSTERS
+from neardup_spark.nightly.stable_ids import IS_OLD, KEPT, OLD_CLUSTER
+from neardup_spark.nightly.stable_ids_spark import Clustered
+from neardup_spark.nightly.steps import BatchContext
+from neardup_spark.nightly.store import BATCH, DOCS, PAIRS, WRITTEN
+from neardup_spark.pipeline.execution import run_together
+
+
+def docs_delta(ctx: BatchContext, clustered: Clustered) -> DataFrame:
+    """The ``docs`` rows the batch writes: its documents, and indexed documents whose cluster
+    id it changed (``written`` = the batch)."""
+    assigned = clustered.assigned
+    changed = F.col(IS_OLD) & (F.col(OLD_CLUSTER) != F.col(CLUSTER_ID))
+    return assigned.where(~F.col(IS_OLD) | changed).select(
+        DOC_ID,
+        HAS_TEXT,
+        EXACT_FP,
+        CLUSTER_ID,
+        BATCH,
+        F.lit(ctx.seq).cast("int").alias(WRITTEN),
+    )
+
+
+def write_batch(
+    ctx: BatchContext,
+    fresh: DataFrame,
+    texts: DataFrame,
+    n_fresh: int,
+    edges: DataFrame,
+    clustered: Clustered,
+) -> dict[str, Any]:
+    """Write the segment and the results (concurrently); returns the segment's manifest entry:
+    ``name``, ``batch``, ``parts`` (the contents parts), ``rows`` per table."""
+    segment_dir = ctx.index.segment_path(ctx.segment)
+    n_docs = ctx.n_new + clustered.stats["moved_docs"]
+    n_near = ctx.counts["near_pairs"]
+    parts: list[dict[str, Any]] = []
+
+    def contents() -> None:
+        if n_fresh:
+            rows = fresh.select(EXACT_FP, BAND_KEYS).join(
+                texts.select(F.col(DOC_ID).alias(EXACT_FP), TEXT), EXACT_FP
+            )
+            count = parts_for(n_fresh, ctx.buckets)
+            parts.extend(write_contents(rows, segment_dir, count, ctx.config.banding.bands))
+
+    actions = [
+        contents,
+        lambda: docs_delta(ctx, clustered)
+        .coalesce(max(1, n_docs // 2_000_000 + 1))
+        .write.parquet(join(segment_dir, DOCS)),
+        *result_writes(ctx, clustered),
+    ]
+    if n_near:
+        actions.append(
+            lambda: edges.coalesce(max(1, n_near // 5_000_000 + 1)).write.parquet(
+                join(segment_dir, PAIRS)
+            )
+        )
+    run_together(ctx.spark, actions)
+    rows = {"contents": n_fresh, DOCS: n_docs, PAIRS: n_near}
+    return {
+        "name": ctx.segment,
+        "batch": ctx.seq,
+        "parts": parts,
+        "rows": {table: n for table, n in rows.items() if n},
+    }
+
+
+def result_writes(ctx: BatchContext, clustered: Clustered) -> list[Any]:
+    """The writes of the batch's results (what a rerun publishes again): ``clusters/``,
+    ``kept/``, ``pairs/``, ``changed_clusters/``."""
+    new_rows = clustered.assigned.where(~F.col(IS_OLD))
+    one_file = max(1, ctx.n_new // 2_000_000 + 1)
+    results = ctx.results_path
+    clusters = new_rows.select(
+        DOC_ID, CLUSTER_ID, (F.col(DOC_ID) == F.col(CLUSTER_ID)).alias(IS_REPRESENTATIVE)
+    )
+    kept = new_rows.where(F.col(KEPT)).select(DOC_ID)
+    return [
+        lambda: clusters.coalesce(one_file).write.parquet(join(results, "clusters")),
+        lambda: kept.coalesce(one_file).write.parquet(join(results, KEPT)),
+        lambda: clustered.pairs.coalesce(one_file).write.parquet(join(results, "pairs")),
+        lambda: clustered.changed.coalesce(1).write.parquet(join(results, CHANGED_CLUSTERS)),
+    ]
