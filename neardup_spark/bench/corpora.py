@@ -77,28 +77,43 @@ def ensure_nightly_corpus(
 ) -> dict[str, str]:
     """``base/`` (the first ``index_docs`` rows), ``new/`` (the next ``new_docs``) and ``all/``
     (both, hard links) of one generated corpus, reused while its marker matches."""
+    parts = {"base": (0, index_docs), "new": (index_docs, index_docs + new_docs)}
+    paths = ensure_cut_corpus(root, index_docs + new_docs, parts, seed, mean_words)
+    all_dir = root / "all"
+    if not all_dir.exists():
+        all_dir.mkdir()
+        for name in ("base", "new"):
+            for file in sorted(Path(paths[name]).glob("*.parquet")):
+                os.link(file, all_dir / f"{name}-{file.name}")
+    return {**paths, "all": str(all_dir)}
+
+
+def ensure_cut_corpus(
+    root: Path, docs: int, parts: dict[str, tuple[int, int]], seed: int, mean_words: int
+) -> dict[str, str]:
+    """One generated corpus of ``docs`` documents cut into directories (``parts``: name ->
+    rows [start, stop)), written as ``neardup generate`` writes (row groups = input splits);
+    reused while its marker matches."""
     spec = {
-        "index_docs": index_docs,
-        "new_docs": new_docs,
+        "docs": docs,
+        "parts": {name: list(rows) for name, rows in parts.items()},
         "seed": seed,
         "mean_words": mean_words,
-        "row_group_rows": ROW_GROUP_ROWS,  # as `neardup generate` writes them (input splits)
+        "row_group_rows": ROW_GROUP_ROWS,
     }
     marker = root / NIGHTLY_CORPUS_MARKER
-    paths = {k: str(root / k) for k in ("base", "new", "all")}
+    paths = {name: str(root / name) for name in parts}
     if marker.exists() and json.loads(marker.read_text()) == spec:
         return paths
     shutil.rmtree(root, ignore_errors=True)
-    for k in paths:
-        Path(paths[k]).mkdir(parents=True)
-    table, _ = generate_corpus(index_docs + new_docs, seed=seed, mean_words=mean_words)
+    table, _ = generate_corpus(docs, seed=seed, mean_words=mean_words)
     step = 20_000
-    for name, start, stop in (("base", 0, index_docs), ("new", index_docs, index_docs + new_docs)):
+    for name, (start, stop) in parts.items():
+        Path(paths[name]).mkdir(parents=True)
         for i, lo in enumerate(range(start, stop, step)):
             file = Path(paths[name]) / f"part-{i:05d}.parquet"
             pq.write_table(
                 table.slice(lo, min(step, stop - lo)), file, row_group_size=ROW_GROUP_ROWS
             )
-            os.link(file, Path(paths["all"]) / f"{name}-{i:05d}.parquet")
     marker.write_text(json.dumps(spec))
     return paths

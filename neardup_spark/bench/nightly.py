@@ -6,11 +6,19 @@ For each index size ``N`` (``--nightly-sizes``, default 100,000 and 300,000), on
 In one Spark session (``local[2]``, the CLI's settings; JVM up and Python workers warm for
 every timed run):
 
-1. ``base/`` is indexed (``run_incremental`` into a fresh index): timed, not compared;
-2. *nightly*: ``new/`` against that index (``run_incremental``), all outputs published;
-3. *full rerun*: one ``pipeline.run`` over ``all/``, all outputs written.
+1. *plain run*: one ``pipeline.run`` over ``base/`` (what building the index is compared with);
+2. ``base/`` is indexed (``run_incremental`` into a fresh index): the index build;
+3. *nightly*: ``new/`` against that index (``run_incremental``), all outputs published;
+4. *full rerun*: one ``pipeline.run`` over ``all/``, all outputs written.
 
-Each timing is wall seconds and CPU seconds of the whole process tree (driver, JVM, Python
+Then the *series* (``--nightly-series K``, default 30; 0 skips it): an index of
+``--nightly-series-index`` documents (default 300,000) gets ``K`` nights of ``M`` new documents
+one after the other, without compaction: the time per night must not creep up as the index
+grows and its segments pile up.
+
+*Work seconds* are those of the run's report (``wall_seconds``: from reading the input to
+the committed output, in a warm session). Each timing is also wall seconds and CPU seconds of
+the whole process tree (driver, JVM, Python
 workers; other work on a shared machine disturbs CPU seconds much less than wall time), the
 best of ``--nightly-repeats`` (the index is restored between nightly repeats). The ratios
 reported are ``full / nightly`` for both. The 1-minute load average is recorded before and
@@ -33,7 +41,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from neardup_spark.bench.corpora import ensure_nightly_corpus
+from neardup_spark.bench.corpora import ensure_cut_corpus, ensure_nightly_corpus
 from neardup_spark.bench.machine import machine_info, one_minute_load
 from neardup_spark.bench.processes import tree_cpu_seconds
 from neardup_spark.bench.settings import DEFAULT_NEW, BenchSettings
@@ -66,12 +74,14 @@ def run_nightly(settings: BenchSettings, echo: Callable[[str], None]) -> int:
             "seed": settings.seed,
             "threshold": settings.threshold,
             "master": settings.master,
+            "series_nights": settings.nightly_series,
+            "series_index_docs": settings.nightly_series_index,
         },
     }
     started = time.perf_counter()
     status = 0
     try:
-        results["rows"] = bench_nightly(
+        measured = bench_nightly(
             str(workdir / "nightly"),
             settings.nightly_sizes,
             settings.nightly_new,
@@ -80,7 +90,9 @@ def run_nightly(settings: BenchSettings, echo: Callable[[str], None]) -> int:
             repeats=settings.nightly_repeats,
             threshold=settings.threshold,
             echo=echo,
+            series=(settings.nightly_series, settings.nightly_series_index),
         )
+        results["rows"], results["series"] = measured["rows"], measured["series"]
     except Exception as exc:  # recorded in nightly.json/.md; the exit status says it failed
         log.exception("the nightly bench failed")
         results["error"] = f"{type(exc).__name__}: {exc}"
@@ -106,14 +118,18 @@ def bench_nightly(
     repeats: int = 1,
     threshold: float | None = None,
     echo: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]]:
+    series: tuple[int, int] = (0, 300_000),
+) -> dict[str, Any]:
     """Measure the nightly case (module docstring) for each size of ``index_sizes``.
 
     Returns one row per size: ``index_docs``, ``new_docs``, ``build_seconds``,
     ``nightly_seconds``, ``full_seconds``, ``speedup`` (full / nightly, wall),
     ``nightly_cpu_seconds``, ``full_cpu_seconds``, ``cpu_speedup``, ``nightly_growth``
     (nightly wall seconds over those at the first size), ``load_before``/``load_after``
-    (1-minute load average), ``nightly_stage_seconds``, ``nightly_counts``, ``index_bytes``.
+    (1-minute load average), ``nightly_stage_seconds``, ``nightly_counts``, ``index_bytes``
+    (with the ``*_work_seconds`` of each run's report, the plain run over the indexed documents
+    and ``build_ratio``, and ``input_bytes``); then, when ``series`` (nights, index documents)
+    asks for nights, :func:`bench_series`. Returns ``{"rows": [...], "series": {...} or None}``.
     ``echo`` receives one progress line per timed run.
     """
     config = DedupeConfig() if threshold is None else DedupeConfig(threshold=threshold)
@@ -130,12 +146,22 @@ def bench_nightly(
                 repeats,
             )
             rows.append(measure_size(session, config, size, echo or (lambda _: None)))
-        first = rows[0]["nightly_seconds"] if rows else None
+        first = rows[0]["nightly_work_seconds"] if rows else None
         for r in rows:
-            r["nightly_growth"] = _ratio(r["nightly_seconds"], first)
+            r["nightly_growth"] = _ratio(r["nightly_work_seconds"], first)
+        nights, series_docs = series
+        timeline = None
+        if nights:
+            root = Path(workdir) / f"series-{series_docs}+{nights}x{new_docs}-seed-{seed}"
+            timeline = bench_series(
+                session,
+                config,
+                Series(root, series_docs, nights, new_docs, seed, mean_words),
+                echo or (lambda _: None),
+            )
     finally:
         session.stop()
-    return rows
+    return {"rows": rows, "series": timeline}
 
 
 @dataclass(frozen=True)
@@ -153,8 +179,8 @@ class NightlySize:
 def measure_size(
     session: SparkSession, config: DedupeConfig, size: NightlySize, echo: Callable[[str], None]
 ) -> dict[str, Any]:
-    """One row of :func:`bench_nightly`: build the index of ``base/``, then time the nightly
-    run of ``new/`` against it and the full rerun over ``all/``."""
+    """One row of :func:`bench_nightly`: a plain run over ``base/``, the index of ``base/``,
+    then the nightly run of ``new/`` against it and the full rerun over ``all/``."""
     root = size.root
     generated = time.perf_counter()
     paths = ensure_nightly_corpus(
@@ -165,7 +191,8 @@ def measure_size(
     for path in (index_dir, root / "index-before-nightly"):
         shutil.rmtree(path, ignore_errors=True)
     load_before = one_minute_load()
-    _, build, build_cpu = timed(
+    plain, plain_wall, _ = timed(run, session, paths["base"], str(root / "out-plain"), config, True)
+    build, build_wall, build_cpu = timed(
         run_incremental,
         session,
         paths["base"],
@@ -174,18 +201,29 @@ def measure_size(
         config,
         True,
     )
-    echo(f"[nightly] {size.index_docs:,}: index built in {build:.1f} s")
+    echo(
+        f"[nightly] {size.index_docs:,}: index built in {build['wall_seconds']:.1f} s "
+        f"(plain run {plain['wall_seconds']:.1f} s)"
+    )
     nightly, full = time_nightly_and_full(session, config, size, paths, echo)
     report = min(nightly, key=lambda t: t[1])[0]
+    full_report = min(full, key=lambda t: t[1])[0]
     nightly_wall, full_wall = min(t[1] for t in nightly), min(t[1] for t in full)
     nightly_cpu, full_cpu = _best_cpu(nightly), _best_cpu(full)
+    input_bytes = _dir_bytes(paths["base"]) + _dir_bytes(paths["new"])
     return {
         "index_docs": size.index_docs,
         "new_docs": size.new_docs,
         "repeats": size.repeats,
         "generate_seconds": round(generate_seconds, 1),
-        "build_seconds": round(build, 1),
+        "plain_work_seconds": plain["wall_seconds"],
+        "build_work_seconds": build["wall_seconds"],
+        "build_ratio": _ratio(build["wall_seconds"], plain["wall_seconds"]),
+        "build_seconds": round(build_wall, 1),
         "build_cpu_seconds": round(build_cpu, 1) if build_cpu else None,
+        "nightly_work_seconds": report["wall_seconds"],
+        "full_work_seconds": full_report["wall_seconds"],
+        "work_speedup": _ratio(full_report["wall_seconds"], report["wall_seconds"]),
         "nightly_seconds": round(nightly_wall, 1),
         "full_seconds": round(full_wall, 1),
         "speedup": _ratio(full_wall, nightly_wall),
@@ -199,6 +237,8 @@ def measure_size(
         "nightly_stage_seconds": report["stage_seconds"],
         "nightly_counts": report["counts"],
         "index_bytes": _dir_bytes(str(index_dir)),
+        "input_bytes": input_bytes,
+        "plain_seconds": round(plain_wall, 1),
     }
 
 
@@ -261,3 +301,65 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def _dir_bytes(path: str) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+@dataclass(frozen=True)
+class Series:
+    """Nights one after the other on one index: its directory and what it runs."""
+
+    root: Path
+    index_docs: int
+    nights: int
+    new_docs: int
+    seed: int
+    mean_words: int
+
+
+def bench_series(
+    session: SparkSession, config: DedupeConfig, series: Series, echo: Callable[[str], None]
+) -> dict[str, Any]:
+    """Index ``base/`` (``index_docs``), then run ``nights`` nights of ``new_docs`` each
+    against it, without compaction; the work seconds of every night and how they grew."""
+    parts = {"base": (0, series.index_docs)}
+    for night in range(series.nights):
+        start = series.index_docs + night * series.new_docs
+        parts[f"night-{night + 1:03d}"] = (start, start + series.new_docs)
+    docs = series.index_docs + series.nights * series.new_docs
+    paths = ensure_cut_corpus(series.root / "corpus", docs, parts, series.seed, series.mean_words)
+    index_dir = series.root / "index"
+    shutil.rmtree(index_dir, ignore_errors=True)
+    build = run_incremental(
+        session, paths["base"], str(series.root / "out-build"), str(index_dir), config, True
+    )
+    echo(f"[series] {series.index_docs:,} indexed in {build['wall_seconds']:.1f} s")
+    nights: list[dict[str, Any]] = []
+    for night in range(1, series.nights + 1):
+        name = f"night-{night:03d}"
+        report = run_incremental(
+            session, paths[name], str(series.root / "out-night"), str(index_dir), config, True
+        )
+        nights.append(
+            {
+                "night": night,
+                "work_seconds": report["wall_seconds"],
+                "index_docs": report["index"]["documents"],
+                "segments": report["index"]["segments"],
+                "stage_seconds": report["stage_seconds"],
+            }
+        )
+        echo(
+            f"[series] night {night}: {report['wall_seconds']:.1f} s "
+            f"({report['index']['documents']:,} documents indexed)"
+        )
+    seconds = [n["work_seconds"] for n in nights]
+    return {
+        "index_docs": series.index_docs,
+        "new_docs": series.new_docs,
+        "nights": nights,
+        "first_seconds": seconds[0] if seconds else None,
+        "last_seconds": seconds[-1] if seconds else None,
+        "last_over_first": _ratio(seconds[-1], seconds[0]) if seconds else None,
+        "first3_mean": round(sum(seconds[:3]) / len(seconds[:3]), 2) if seconds else None,
+        "last3_mean": round(sum(seconds[-3:]) / len(seconds[-3:]), 2) if seconds else None,
+        "index_bytes": _dir_bytes(str(index_dir)),
+    }

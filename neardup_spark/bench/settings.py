@@ -18,6 +18,9 @@ DEFAULT_DATASKETCH_MAX_DOCS = 100_000
 # The nightly case: index sizes and new documents per nightly run.
 DEFAULT_SIZES = "100000,300000"
 DEFAULT_NEW = 10_000
+# The series: nights one after the other on one index of this many documents.
+DEFAULT_SERIES_NIGHTS = 30
+DEFAULT_SERIES_INDEX = 300_000
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -45,5 +48,7 @@ class BenchSettings:
     nightly_sizes: Sequence[int] = _sizes(DEFAULT_SIZES)
     nightly_new: int = DEFAULT_NEW
     nightly_repeats: int = 1
+    nightly_series: int = DEFAULT_SERIES_NIGHTS
+    nightly_series_index: int = DEFAULT_SERIES_INDEX
     no_nightly: bool = False
     nightly_only: bool = False

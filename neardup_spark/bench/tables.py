@@ -146,34 +146,83 @@ def format_markdown(results: dict[str, Any]) -> str:
 
 
 def format_nightly(rows: list[dict[str, Any]]) -> str:
-    """A Markdown table of :func:`neardup_spark.bench.nightly.bench_nightly` rows (cells not
-    padded, unlike :func:`markdown_table`: the layout ``nightly.md`` has always had)."""
-    lines = [
-        "| index docs | new docs | nightly s | full rerun s | speedup | nightly CPU s "
-        "| full CPU s | CPU speedup | nightly growth | index build s | index size | load |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    """A Markdown table of :func:`neardup_spark.bench.nightly.bench_nightly` rows: work seconds
+    (the runs' reports) of a night and of a full rerun, the index build against a plain run of
+    the same documents, the index's size against its input's."""
+    headers = [
+        "index docs",
+        "new docs",
+        "night work s",
+        "full rerun work s",
+        "speedup",
+        "night growth",
+        "plain run s",
+        "index build s",
+        "build / plain",
+        "index MiB",
+        "input MiB",
+        "index / input",
+        "night CPU s",
+        "full CPU s",
+        "load",
     ]
-
-    def num(value: float | None, suffix: str = "", digits: int = 1) -> str:
-        return "-" if value is None else f"{value:,.{digits}f}{suffix}"
-
+    cells = []
     for r in rows:
-        lines.append(
-            f"| {r['index_docs']:,} | {r['new_docs']:,} | {num(r['nightly_seconds'])} "
-            f"| {num(r['full_seconds'])} | {num(r['speedup'], 'x')} "
-            f"| {num(r.get('nightly_cpu_seconds'))} | {num(r.get('full_cpu_seconds'))} "
-            f"| {num(r.get('cpu_speedup'), 'x')} | {num(r.get('nightly_growth'), digits=2)} "
-            f"| {num(r['build_seconds'])} | {r['index_bytes'] / 2**20:,.0f} MiB "
-            f"| {num(r.get('load_before'), digits=2)}-{num(r.get('load_after'), digits=2)} |"
+        index_mib, input_mib = r["index_bytes"] / 2**20, r.get("input_bytes", 0) / 2**20
+        cells.append(
+            [
+                f"{r['index_docs']:,}",
+                f"{r['new_docs']:,}",
+                _num(r.get("nightly_work_seconds")),
+                _num(r.get("full_work_seconds")),
+                _num(r.get("work_speedup"), "x"),
+                _num(r.get("nightly_growth"), "x", digits=2),
+                _num(r.get("plain_work_seconds")),
+                _num(r.get("build_work_seconds")),
+                _num(r.get("build_ratio"), "x", digits=2),
+                f"{index_mib:,.0f}",
+                f"{input_mib:,.0f}",
+                _num(index_mib / input_mib if input_mib else None, "x", digits=2),
+                _num(r.get("nightly_cpu_seconds")),
+                _num(r.get("full_cpu_seconds")),
+                f"{_num(r.get('load_before'), digits=2)}-{_num(r.get('load_after'), digits=2)}",
+            ]
         )
-    return "\n".join(lines)
+    return markdown_table(headers, cells, right=set(range(len(headers) - 1)))
+
+
+def _num(value: float | None, suffix: str = "", digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}{suffix}"
+
+
+def format_series(series: dict[str, Any]) -> str:
+    """The series of nights on one index: a summary line and each night's work seconds."""
+    nights = series["nights"]
+    head = (
+        f"{len(nights)} nights of {series['new_docs']:,} documents on an index of "
+        f"{series['index_docs']:,} (no compaction): first {_num(series['first_seconds'])} s, "
+        f"last {_num(series['last_seconds'])} s ({_num(series['last_over_first'], 'x', 2)}); "
+        f"mean of the first 3 {_num(series['first3_mean'], digits=2)} s, of the last 3 "
+        f"{_num(series['last3_mean'], digits=2)} s; index {series['index_bytes'] / 2**20:,.0f} "
+        "MiB at the end"
+    )
+    cells = [
+        [str(n["night"]), f"{n['index_docs']:,}", str(n["segments"]), _num(n["work_seconds"])]
+        for n in nights
+    ]
+    table = markdown_table(
+        ["night", "documents after", "segments", "work s"], cells, right={0, 1, 2, 3}
+    )
+    return head + "\n\n" + table
 
 
 def nightly_markdown(results: dict[str, Any]) -> str:
-    """``nightly.md``: a title line, the :func:`format_nightly` table, and the error of a
-    failed nightly case."""
+    """``nightly.md``: a title line, the :func:`format_nightly` table, the series, and the
+    error of a failed nightly case."""
     text = "Nightly: new documents against an index vs a full rerun over index + new\n\n"
     text += format_nightly(results["rows"]) + "\n"
+    if results.get("series"):
+        text += "\n" + format_series(results["series"]) + "\n"
     if results.get("error"):
         text += f"\nfailed: {results['error']}\n"
     return text

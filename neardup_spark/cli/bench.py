@@ -16,6 +16,8 @@ from neardup_spark.bench.settings import (
     DEFAULT_MLLIB_MAX_DOCS,
     DEFAULT_NEW,
     DEFAULT_SEED,
+    DEFAULT_SERIES_INDEX,
+    DEFAULT_SERIES_NIGHTS,
     DEFAULT_SIZES,
     DEFAULT_THRESHOLD,
     DEFAULT_TIMEOUT,
@@ -178,6 +180,21 @@ def add_nightly_options(parser: argparse.ArgumentParser) -> None:
         default=1,
         metavar="K",
         help="time nightly and full runs K times each, keep the best (default 1)",
+    )
+    group.add_argument(
+        "--nightly-series",
+        type=int,
+        default=DEFAULT_SERIES_NIGHTS,
+        metavar="K",
+        help=f"then K nights one after the other on one index, no compaction (default "
+        f"{DEFAULT_SERIES_NIGHTS}; 0 skips them)",
+    )
+    group.add_argument(
+        "--nightly-series-index",
+        type=int,
+        default=DEFAULT_SERIES_INDEX,
+        metavar="N",
+        help=f"documents indexed before the series (default {DEFAULT_SERIES_INDEX:,})",
     )
     which = group.add_mutually_exclusive_group()
     which.add_argument("--no-nightly", action="store_true", help="skip the nightly case")

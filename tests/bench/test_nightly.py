@@ -23,6 +23,7 @@ ROW = {
     "nightly_growth": 1.0,
     "build_seconds": 5.0,
     "index_bytes": 2**20,
+    "input_bytes": 2**21,
     "load_before": 0.5,
     "load_after": 0.7,
 }
@@ -34,7 +35,7 @@ def test_run_nightly_writes_both_files_and_echoes_the_table(tmp_path, monkeypatc
     def fake(workdir, sizes, new, **kwargs):
         seen.update(workdir=workdir, sizes=list(sizes), new=new, **kwargs)
         kwargs["echo"]("[nightly] progress")
-        return [ROW]
+        return {"rows": [ROW], "series": None}
 
     monkeypatch.setattr(nightly, "bench_nightly", fake)
     lines: list[str] = []
@@ -42,6 +43,7 @@ def test_run_nightly_writes_both_files_and_echoes_the_table(tmp_path, monkeypatc
     assert run_nightly(settings, lines.append) == 0
     assert seen["workdir"] == str(tmp_path / "nightly") and seen["sizes"] == [200]
     assert seen["new"] == 50 and seen["seed"] == 4 and seen["repeats"] == 1
+    assert seen["series"] == (30, 300_000)
     results = json.loads((tmp_path / NIGHTLY_JSON).read_text())
     assert results["rows"] == [ROW] and results["settings"]["index_sizes"] == [200]
     text = (tmp_path / NIGHTLY_MD).read_text()

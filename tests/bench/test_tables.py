@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from neardup_spark.bench.ratios import derive
-from neardup_spark.bench.tables import format_markdown, format_nightly, nightly_markdown
+from neardup_spark.bench.tables import (
+    format_markdown,
+    format_nightly,
+    format_series,
+    nightly_markdown,
+)
 
 NIGHTLY_ROW = {
     "index_docs": 300_000,
@@ -19,6 +24,27 @@ NIGHTLY_ROW = {
     "index_bytes": 1260 * 2**20,
     "load_before": 4.15,
     "load_after": 5.97,
+    "nightly_work_seconds": 6.25,
+    "full_work_seconds": 40.0,
+    "work_speedup": 6.4,
+    "plain_work_seconds": 38.0,
+    "build_work_seconds": 50.0,
+    "build_ratio": 1.32,
+    "input_bytes": 1400 * 2**20,
+}
+SERIES = {
+    "index_docs": 300_000,
+    "new_docs": 10_000,
+    "nights": [
+        {"night": 1, "work_seconds": 6.0, "index_docs": 310_000, "segments": 2},
+        {"night": 2, "work_seconds": 6.6, "index_docs": 320_000, "segments": 3},
+    ],
+    "first_seconds": 6.0,
+    "last_seconds": 6.6,
+    "last_over_first": 1.1,
+    "first3_mean": 6.3,
+    "last3_mean": 6.3,
+    "index_bytes": 900 * 2**20,
 }
 
 
@@ -77,17 +103,48 @@ def test_format_markdown(make_row):
 
 
 def test_nightly_table():
-    table = format_nightly([NIGHTLY_ROW]).splitlines()
-    assert table[0].startswith("| index docs | new docs | nightly s | full rerun s | speedup")
-    assert table[2] == (
-        "| 300,000 | 10,000 | 31.8 | 126.0 | 4.0x | - | 121.1 | - | 1.77 | 122.7 | 1,260 MiB "
-        "| 4.15-5.97 |"
-    )
+    lines = format_nightly([NIGHTLY_ROW]).splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header[:6] == [
+        "index docs",
+        "new docs",
+        "night work s",
+        "full rerun work s",
+        "speedup",
+        "night growth",
+    ]
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells == [
+        "300,000",
+        "10,000",
+        "6.2",
+        "40.0",
+        "6.4x",
+        "1.77x",
+        "38.0",
+        "50.0",
+        "1.32x",
+        "1,260",
+        "1,400",
+        "0.90x",
+        "-",
+        "121.1",
+        "4.15-5.97",
+    ]
+
+
+def test_series_table():
+    text = format_series(SERIES)
+    assert text.startswith("2 nights of 10,000 documents on an index of 300,000")
+    assert "first 6.0 s, last 6.6 s (1.10x)" in text and "900 MiB" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "night" not in line]
+    assert [r.split("|")[4].strip() for r in rows] == ["6.0", "6.6"]
 
 
 def test_nightly_markdown_with_and_without_an_error():
-    ok = nightly_markdown({"rows": [NIGHTLY_ROW]})
+    ok = nightly_markdown({"rows": [NIGHTLY_ROW], "series": SERIES})
     assert ok.startswith("Nightly: new documents against an index vs a full rerun")
-    assert ok.endswith(format_nightly([NIGHTLY_ROW]) + "\n") and "failed" not in ok
+    assert format_nightly([NIGHTLY_ROW]) in ok and "failed" not in ok
+    assert ok.endswith(format_series(SERIES) + "\n")
     failed = nightly_markdown({"rows": [], "error": "RuntimeError: boom"})
     assert failed.endswith("\nfailed: RuntimeError: boom\n")

@@ -65,6 +65,7 @@ def test_every_option_reaches_the_settings_and_the_status_is_the_exit_code(monke
     argv += ["--threshold", "0.7", "--master", "local[3]", "--results", "R", "--markdown", "M"]
     argv += ["--timeout", "60", "--mllib-max-docs", "5", "--datasketch-max-docs", "6"]
     argv += ["--nightly-sizes", "50", "--nightly-new", "7", "--nightly-repeats", "2"]
+    argv += ["--nightly-series", "3", "--nightly-series-index", "40"]
     assert main([*argv, "--no-nightly"]) == 1
     assert seen == [
         BenchSettings(
@@ -82,6 +83,8 @@ def test_every_option_reaches_the_settings_and_the_status_is_the_exit_code(monke
             nightly_sizes=[50],
             nightly_new=7,
             nightly_repeats=2,
+            nightly_series=3,
+            nightly_series_index=40,
             no_nightly=True,
         )
     ]
@@ -114,21 +117,30 @@ def test_tiny_bench_end_to_end(tmp_path, capsys, monkeypatch):
 
 @pytest.mark.slow
 def test_nightly_case_end_to_end(tmp_path):
-    """Index 200 documents, then 50 new ones against it (twice: the index restored between
-    repeats) and a full rerun over all 250; the new documents' counts come from the nightly
-    run's report."""
+    """Index 200 documents (and a plain run over them), then 50 new ones against it (twice:
+    the index restored between repeats) and a full rerun over all 250; then a series of 3
+    nights of 50 on an index of 100. The counts come from the runs' reports."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "NEARDUP_SPARK_JVM_ARCHIVE": "off"}
     command = [sys.executable, "-m", "neardup_spark", "bench", "--nightly-only"]
     command += ["--nightly-sizes", "200", "--nightly-new", "50", "--nightly-repeats", "2"]
+    command += ["--nightly-series", "3", "--nightly-series-index", "100"]
     command += ["--workdir", str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert "[nightly] 200: index built in " in done.stdout
     assert done.stdout.count("[nightly] 200: 50 new documents in ") == 2
-    (row,) = json.loads((tmp_path / "nightly.json").read_text())["rows"]
+    results = json.loads((tmp_path / "nightly.json").read_text())
+    (row,) = results["rows"]
     assert row["index_docs"] == 200 and row["new_docs"] == 50 and row["repeats"] == 2
     assert len(row["all_nightly_seconds"]) == len(row["all_full_seconds"]) == 2
     assert row["nightly_seconds"] == min(row["all_nightly_seconds"])
     assert row["nightly_counts"]["input_rows"] == 50 and row["nightly_growth"] == 1.0
-    assert row["index_bytes"] > 0
+    assert row["index_bytes"] > 0 and row["input_bytes"] > 0
+    assert row["build_ratio"] == pytest.approx(
+        row["build_work_seconds"] / row["plain_work_seconds"], abs=0.01
+    )
+    series = results["series"]
+    assert [n["index_docs"] for n in series["nights"]] == [150, 200, 250]
+    assert [n["segments"] for n in series["nights"]] == [2, 3, 4]  # one segment a night
+    assert series["first_seconds"] == series["nights"][0]["work_seconds"]
     assert (tmp_path / "nightly.md").read_text() in done.stdout
