@@ -83,6 +83,10 @@ class DedupeConfig:
     # Verified graphs up to this many edges get their components in one executor task (SciPy);
     # larger ones in distributed large-star/small-star rounds.
     components_single_task_max_edges: int = 2_000_000
+    # Nightly runs (--index) of up to this many new documents do their own work (contents,
+    # candidates, verification, stable ids, the new segment) on the driver, after the full run's
+    # per-document pass; larger batches run every step as Spark jobs. The answer is the same.
+    nightly_driver_max_docs: int = 100_000
     # Leave out input files whose Parquet footer cannot be read (listed in the report) instead
     # of failing with exit 2.
     skip_corrupt: bool = False
@@ -143,10 +147,10 @@ class DedupeConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.components_single_task_max_edges, int) or (
-            self.components_single_task_max_edges < 0
-        ):
-            raise UserError("components_single_task_max_edges must be an integer >= 0")
+        for name in ("components_single_task_max_edges", "nightly_driver_max_docs"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise UserError(f"{name} must be an integer >= 0, got {value!r}")
         if self.bucket_all_pairs_max < 2:
             raise UserError("bucket_all_pairs_max must be >= 2")
         if not self.id_col or not self.text_col:

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 # Hadoop's names for schemes PyArrow knows by another.
@@ -238,3 +240,11 @@ def copy_tree(spark: SparkSession, src: str, dst: str) -> None:
     src_fs, dst_fs = src_path.getFileSystem(conf), dst_path.getFileSystem(conf)
     if not jvm.org.apache.hadoop.fs.FileUtil.copy(src_fs, src_path, dst_fs, dst_path, False, conf):
         raise OSError(f"cannot copy {src} to {dst}")
+
+
+def write_parquet_file(path: str, table: pa.Table) -> None:
+    """One Parquet file written by this process (PyArrow), its directory created; for the small
+    tables a driver-side step writes (Spark reads them as any Parquet)."""
+    fs, inner = pyarrow_filesystem(path)
+    fs.create_dir(inner.rpartition("/")[0], recursive=True)
+    pq.write_table(table, inner, filesystem=fs)

@@ -65,7 +65,7 @@ import logging
 import time
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from neardup_spark import __version__
@@ -74,26 +74,10 @@ from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import check_columns, check_paths_apart, input_files, read_corpus
 from neardup_spark.io.filesystem import join
 from neardup_spark.io.output import REPORT_FILE, OutputDir
+from neardup_spark.nightly.driver_run import index_on_driver
 from neardup_spark.nightly.publish import publish_batch
-from neardup_spark.nightly.segment import write_batch
-from neardup_spark.nightly.stable_ids_spark import (
-    Clustered,
-    cluster_on_driver,
-    cluster_with_spark,
-)
-from neardup_spark.nightly.steps import (
-    BatchContext,
-    Touched,
-    batch_candidates,
-    fresh_texts,
-    index_documents,
-    keep,
-    member_history,
-    new_contents,
-    probe_index_keys,
-    touched_members,
-    verify_candidates,
-)
+from neardup_spark.nightly.spark_run import index_with_spark
+from neardup_spark.nightly.steps import BatchContext, batch_features
 from neardup_spark.nightly.store import (
     DEFAULT_BUCKETS,
     KEEP_VERSIONS,
@@ -220,44 +204,23 @@ def run_incremental(
 
 def index_batch(ctx: BatchContext) -> dict[str, Any]:
     """Find the batch's clusters, write and commit the next index version; returns its batch
-    entry of the manifest."""
-    new = index_documents(ctx)
-    probe = probe_index_keys(ctx, new)
-    fresh = keep(new_contents(new, probe))
-    n_fresh = ctx.counts["new_contents"] = new.n_contents - probe.n_known
-    texts = fresh_texts(ctx, fresh)
-    candidates = batch_candidates(ctx, fresh, n_fresh, probe)
-    edges = verify_candidates(ctx, candidates, texts)
-    touched = touched_members(ctx, new, probe, edges)
-    clustered = cluster_touched(ctx, touched, edges)
-    with ctx.timer.stage("write") as counted:
-        segment = write_batch(ctx, fresh, texts, n_fresh, edges, clustered)
-        counted["rows"] = segment["rows"].get("docs", 0)
-    texts.unpersist()
-    record_counts(ctx, clustered.stats)
-    index_counts = after_counts(ctx, clustered.stats, touched)
-    report = batch_report(ctx, index_counts, clustered.components, bool(segment["rows"]))
+    entry of the manifest. After the per-document pass, a batch of up to
+    ``nightly_driver_max_docs`` documents is indexed on the driver, a larger one in Spark jobs
+    (same results)."""
+    features = batch_features(ctx)
+    if ctx.n_new <= ctx.config.nightly_driver_max_docs:
+        night = index_on_driver(ctx, features)
+    else:
+        night = index_with_spark(ctx, features)
+    features.unpersist()
+    record_counts(ctx, night.stats)
+    index_counts = after_counts(ctx, night.stats, night.touched_clusters)
+    report = batch_report(ctx, index_counts, night.components, bool(night.segment["rows"]))
     ctx.index.storage.write_text(
         join(ctx.results_path, REPORT_FILE), json.dumps(report, indent=2, default=str) + "\n"
     )
     pause_if_asked("before_index_commit")
-    return commit_batch(ctx, segment, index_counts)
-
-
-def cluster_touched(ctx: BatchContext, touched: Touched, edges: DataFrame) -> Clustered:
-    """Stable-id clusters of the touched documents: on the driver up to
-    ``components_single_task_max_edges`` members, else in distributed Spark jobs; the stored
-    edges come in only when an indexed cluster is touched."""
-    history = member_history(touched, ctx.n_new)
-    stored = ctx.index.pairs() if touched.n_clusters else None
-    with ctx.timer.stage("components") as counted:
-        if touched.n_members <= ctx.config.components_single_task_max_edges:
-            clustered = cluster_on_driver(ctx.spark, history, edges, stored)
-        else:
-            sizes = (touched.n_members, ctx.n_new)
-            clustered = cluster_with_spark(history, edges, stored, sizes, ctx.config, keep)
-        counted["rows"] = touched.n_members
-    return clustered
+    return commit_batch(ctx, night.segment, index_counts)
 
 
 def record_counts(ctx: BatchContext, stats: dict[str, int]) -> None:
@@ -277,12 +240,12 @@ def record_counts(ctx: BatchContext, stats: dict[str, int]) -> None:
     )
 
 
-def after_counts(ctx: BatchContext, stats: dict[str, int], touched: Touched) -> dict[str, int]:
+def after_counts(ctx: BatchContext, stats: dict[str, int], touched_clusters: int) -> dict[str, int]:
     """The index's counts once the batch is committed."""
     before = ctx.index.counts
     return {
         "documents": int(before.get("documents", 0)) - stats["replaced"] + ctx.n_new,
-        "clusters": int(before.get("clusters", 0)) - touched.n_clusters + stats["member_clusters"],
+        "clusters": int(before.get("clusters", 0)) - touched_clusters + stats["member_clusters"],
         "contents": int(before.get("contents", 0)) + ctx.counts["new_contents"],
         "pairs": int(before.get("pairs", 0)) + ctx.counts["near_pairs"],
         "batches": ctx.seq,

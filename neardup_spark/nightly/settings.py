@@ -22,6 +22,7 @@ NEUTRAL_SETTINGS = frozenset(
         "text_col",
         "exact_first",
         "components_single_task_max_edges",
+        "nightly_driver_max_docs",
         "bucket_all_pairs_max",
         "min_recall",  # only derives bands/rows, which are compared themselves
         "hamming_k",

@@ -130,14 +130,20 @@ class NewDocuments:
     n_contents: int
 
 
-def index_documents(ctx: BatchContext) -> NewDocuments:
-    """The full run's per-document pass over the batch (id check alongside, counts), then its
-    contents: one row per distinct normalised text, with its smallest document (persisted)."""
+def batch_features(ctx: BatchContext) -> DataFrame:
+    """The full run's per-document pass over the batch (persisted), the id check alongside;
+    the input counts go to ``ctx.counts``. Both ways of indexing a night start from it."""
     df, parts = grouped_input(ctx.df)
     features, counts = document_table(
         df, parts, ctx.config, ctx.timer, documents=batch_documents(df, ctx.config)
     )
     ctx.counts.update(counts)
+    return features
+
+
+def index_documents(ctx: BatchContext, features: DataFrame) -> NewDocuments:
+    """The batch's contents: one row per distinct normalised text, with its smallest document
+    (persisted and counted)."""
     docs = features.select(DOC_ID, HAS_TEXT, EXACT_FP)
     contents = keep(
         features.where(F.col(HAS_TEXT))
@@ -148,6 +154,17 @@ def index_documents(ctx: BatchContext) -> NewDocuments:
     with ctx.timer.stage("contents") as counted:
         n_contents = counted["rows"] = contents.count()
     return NewDocuments(features, docs, contents, n_contents)
+
+
+@dataclass
+class IndexedNight:
+    """What indexing a night produced, by either path: the new segment's manifest entry, the
+    clustering's statistics, the components section of the report, old clusters touched."""
+
+    segment: dict[str, Any]
+    stats: dict[str, int]
+    components: dict[str, Any]
+    touched_clusters: int
 
 
 def _sorted_arrays(contents: DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -309,6 +326,7 @@ def touched_members(
         F.lit(ctx.seq).cast("int").alias(BATCH),
     )
     if rows is None:
+        ctx.counts["touched_clusters"] = 0
         return Touched(keep(members), None, None, 0, ctx.n_new)
     with ctx.timer.stage("touched") as counted:
         n_new = ctx.n_new

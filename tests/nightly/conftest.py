@@ -59,7 +59,7 @@ def history(spark, tmp_path_factory, request):
                 str(root / day),
                 str(root / f"out-{day}"),
                 str(index),
-                # Day 3 clusters with distributed Spark jobs instead of on the driver.
+                # Day 3 runs every step as Spark jobs, clustering in distributed rounds.
                 config if day != "day3" else build_config(options=DISTRIBUTED),
                 overwrite=crash is not None,
                 buckets=BUCKETS,

@@ -42,7 +42,10 @@ def index_assignment(spark, index_dir: Path) -> dict[str, str]:
 
 
 def canonical(table: pa.Table) -> pa.Table:
-    return table.sort_by([(name, "ascending") for name in table.column_names])
+    """Rows sorted; the schema without nullability flags or metadata (which say how a file was
+    written, not what it holds)."""
+    schema = pa.schema([field.with_nullable(True) for field in table.schema])
+    return table.cast(schema).sort_by([(name, "ascending") for name in table.column_names])
 
 
 def partition(of: dict[str, str]) -> set[frozenset[str]]:
@@ -107,7 +110,10 @@ def rows_table(rows: list[tuple[str, str | None]]) -> pa.Table:
 KILL_TEST = "test_killed_run_leaves_the_index_and_outputs_intact"
 
 
-DISTRIBUTED = {"components_single_task_max_edges": 0}
+# Every step of a night in Spark jobs, its components in distributed rounds (a batch this small
+# runs on the driver by default).
+SPARK_PATH = {"nightly_driver_max_docs": 0}
+DISTRIBUTED = {**SPARK_PATH, "components_single_task_max_edges": 0}
 
 
 # The run to kill: its own process and JVM. It starts early (the JVM starts while days 1 and 2

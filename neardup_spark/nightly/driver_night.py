@@ -1,0 +1,379 @@
+"""A night on the driver: after the full run's per-document pass (Spark), a batch of up to
+``nightly_driver_max_docs`` documents does its own work in this process, on Arrow tables, with
+the kernels and batch functions the Spark path runs in its tasks: its contents, their candidates,
+exact verification, stable cluster ids, the new segment. Spark scans what is index-sized (the
+contents keys, ``docs``, ``pairs``) and returns the few rows that concern the night, so a night
+costs a handful of Spark jobs, not one per step.
+
+Same results as the Spark path (:mod:`.steps`), tested on the same history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+
+from neardup_spark.batch.documents import normalized_texts_fn
+from neardup_spark.batch.scoring import score_sorted_sides, sets_from_texts_fn
+from neardup_spark.columns import (
+    BAND_KEY,
+    BAND_KEYS,
+    CLUSTER_ID,
+    DOC_A,
+    DOC_B,
+    DOC_ID,
+    ESTIMATE,
+    EXACT_FP,
+    HAS_TEXT,
+    JACCARD,
+    TEXT,
+)
+from neardup_spark.kernels.lsh import bucket_pairs
+from neardup_spark.nightly.content_files import TEXTS_SUFFIX, read_texts
+from neardup_spark.nightly.contents import KIND, KNOWN, MATCH, PART, ROW, probe_index
+from neardup_spark.nightly.docs import current_rows
+from neardup_spark.nightly.stable_ids import (
+    IS_OLD,
+    LIVE_BEFORE,
+    OLD_CLUSTER,
+    PREV_FP,
+    PREV_HAS_TEXT,
+    ClusterResult,
+    cluster_members,
+)
+from neardup_spark.nightly.steps import BatchContext, batch_documents
+from neardup_spark.nightly.store import BATCH, FP_A, FP_B
+from neardup_spark.pipeline.execution import maybe_broadcast
+
+_SIDE_ROWS_PER_BATCH = 4096  # side rows scored at once (two per pair)
+
+
+@dataclass
+class Night:
+    """The batch on the driver."""
+
+    docs: pa.Table  # doc_id, has_text, exact_fp: every new document
+    contents: pa.Table  # exact_fp, doc_id (its smallest document), band_keys: distinct texts
+
+
+def night_on_driver(ctx: BatchContext, features: DataFrame) -> Night:
+    """The per-document table of the batch, collected (one row per document, no texts), and
+    its distinct contents, each with its smallest document."""
+    table = features.select(DOC_ID, HAS_TEXT, EXACT_FP, BAND_KEYS).toArrow()
+    docs = table.select([DOC_ID, HAS_TEXT, EXACT_FP])
+    texts = table.filter(table.column(HAS_TEXT))
+    order = pc.sort_indices(texts, [(EXACT_FP, "ascending"), (DOC_ID, "ascending")])
+    texts = texts.take(order)
+    fps = texts.column(EXACT_FP).to_numpy()
+    first = np.flatnonzero(np.r_[True, fps[1:] != fps[:-1]]) if len(fps) else np.zeros(0, int)
+    contents = texts.take(pa.array(first)).select([EXACT_FP, DOC_ID, BAND_KEYS])
+    return Night(docs, contents)
+
+
+@dataclass
+class Probed:
+    known: np.ndarray  # batch fingerprints the index holds
+    matches: pa.Table  # band_key, exact_fp, part, row: the smallest fps per key of each part
+
+
+def probe_on_driver(ctx: BatchContext, night: Night) -> Probed:
+    """The one scan of every contents part (a Spark job; its few rows come back)."""
+    parts = ctx.index.content_parts()
+    empty = pa.table(
+        {
+            BAND_KEY: pa.array([], pa.int64()),
+            EXACT_FP: pa.array([], pa.int64()),
+            PART: pa.array([], pa.string()),
+            ROW: pa.array([], pa.int64()),
+        }
+    )
+    if not parts or not night.contents.num_rows:
+        return Probed(np.zeros(0, np.int64), empty)
+    fps = np.sort(night.contents.column(EXACT_FP).to_numpy())
+    keys = np.unique(pc.list_flatten(night.contents.column(BAND_KEYS)).to_numpy())
+    hits = probe_index(ctx.spark, parts, fps, keys, ctx.config.bucket_all_pairs_max).toArrow()
+    kind = hits.column(KIND).to_numpy()
+    known = np.unique(hits.column(EXACT_FP).to_numpy()[kind == KNOWN])
+    matches = hits.filter(pa.array(kind == MATCH)).select([BAND_KEY, EXACT_FP, PART, ROW])
+    return Probed(known, matches)
+
+
+def fresh_contents(night: Night, probed: Probed) -> pa.Table:
+    """The batch's contents the index does not hold."""
+    held = pc.is_in(night.contents.column(EXACT_FP), pa.array(probed.known, pa.int64()))
+    return night.contents.filter(pc.invert(held))
+
+
+def _key_entries(contents: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(band key, fingerprint) of every key of ``contents``."""
+    lists = contents.column(BAND_KEYS).combine_chunks()
+    keys = pc.list_flatten(lists).to_numpy()
+    fps = contents.column(EXACT_FP).to_numpy()[pc.list_parent_indices(lists).to_numpy()]
+    return keys, fps
+
+
+def _distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    keep = a != b  # two keys of one content that collide in 64 bits
+    pairs = np.unique(np.stack([np.minimum(a, b)[keep], np.maximum(a, b)[keep]], axis=1), axis=0)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def candidates_on_driver(
+    ctx: BatchContext, fresh: pa.Table, probed: Probed
+) -> tuple[np.ndarray, np.ndarray, pa.Table]:
+    """Candidate pairs of contents (``doc_a < doc_b`` fingerprints): new x new from the LSH
+    buckets of the new contents (all pairs of a small bucket, a star from its smallest
+    fingerprint in a large one, as the full run), new x indexed from the probe (per key, the
+    ``bucket_all_pairs_max`` smallest indexed fingerprints); and where the indexed sides are
+    (``exact_fp``, ``part``, ``row``)."""
+    top = ctx.config.bucket_all_pairs_max
+    keys, fps = _key_entries(fresh)
+    order = np.lexsort((fps, keys))
+    a, b = bucket_pairs(keys[order], pa.array(fps[order], pa.int64()), top)
+    new_a, new_b = a.to_numpy(), b.to_numpy()
+    matches = probed.matches.sort_by([(BAND_KEY, "ascending"), (EXACT_FP, "ascending")])
+    m_keys = matches.column(BAND_KEY).to_numpy()
+    starts = np.flatnonzero(np.r_[True, m_keys[1:] != m_keys[:-1]]) if len(m_keys) else m_keys
+    rank = np.arange(len(m_keys)) - np.repeat(starts, np.diff(np.r_[starts, len(m_keys)]))
+    matches = matches.filter(pa.array(rank < top))
+    entries = pa.table({BAND_KEY: pa.array(keys, pa.int64()), "new_fp": pa.array(fps, pa.int64())})
+    joined = entries.join(matches, BAND_KEY, join_type="inner")
+    old_a = joined.column("new_fp").to_numpy()
+    old_b = joined.column(EXACT_FP).to_numpy()
+    doc_a, doc_b = _distinct_pairs(np.r_[new_a, old_a], np.r_[new_b, old_b])
+    stored = joined.select([EXACT_FP, PART, ROW]).group_by([EXACT_FP, PART, ROW]).aggregate([])
+    return doc_a, doc_b, stored
+
+
+def texts_on_driver(ctx: BatchContext, fresh: pa.Table, stored: pa.Table) -> pa.Table:
+    """Normalised texts of every candidate side: the new contents' from the input (their
+    smallest documents' rows, normalised as the per-document pass does), the indexed ones'
+    from their parts (only the record batches holding them). Columns ``exact_fp``, ``text``."""
+    spark = ctx.spark
+    reps = spark.createDataFrame(fresh.select([DOC_ID, EXACT_FP]))
+    rows = (
+        batch_documents(ctx.df, ctx.config)
+        .join(maybe_broadcast(reps, fresh.num_rows), DOC_ID)
+        .select(EXACT_FP, TEXT)
+        .toArrow()
+    )
+    normalize = normalized_texts_fn(ctx.config)
+    fp_parts = [rows.column(EXACT_FP).combine_chunks()]
+    text_parts = [normalize(rows.column(TEXT).combine_chunks()).cast(pa.large_string())]
+    for part in np.unique(stored.column(PART).to_numpy(zero_copy_only=False)):
+        wanted = stored.filter(pc.equal(stored.column(PART), part))
+        fps, texts = read_texts(str(part) + TEXTS_SUFFIX, np.sort(wanted.column(ROW).to_numpy()))
+        fp_parts.append(pa.array(fps, pa.int64()))
+        text_parts.append(texts.cast(pa.large_string()))
+    return pa.table(
+        {EXACT_FP: pa.chunked_array(fp_parts, pa.int64()), TEXT: pa.chunked_array(text_parts)}
+    )
+
+
+def verify_on_driver(
+    ctx: BatchContext, doc_a: np.ndarray, doc_b: np.ndarray, texts: pa.Table
+) -> pa.Table:
+    """Exact Jaccard (and MinHash estimate) of every candidate pair with the full run's scoring
+    function -> verified edges ``fp_a``, ``fp_b``, ``jaccard``, ``estimate``."""
+    index = pd.Index(texts.column(EXACT_FP).to_numpy())
+    side_a, side_b = index.get_indexer(doc_a), index.get_indexer(doc_b)
+    n = len(doc_a)
+    rows = np.empty(2 * n, dtype=np.int64)
+    rows[0::2], rows[1::2] = side_a, side_b
+    sides = pa.table(
+        {
+            DOC_A: pa.array(np.repeat(doc_a, 2), pa.int64()),
+            DOC_B: pa.array(np.repeat(doc_b, 2), pa.int64()),
+            TEXT: texts.column(TEXT).take(pa.array(rows)),
+        }
+    )
+    scored = list(
+        score_sorted_sides(
+            sides.to_batches(max_chunksize=_SIDE_ROWS_PER_BATCH),
+            sets_from_texts_fn(ctx.config, normalized=True),
+        )
+    )
+    table = pa.Table.from_batches(scored) if scored else None
+    if table is None:
+        return _edges(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    passed = pc.greater_equal(table.column(JACCARD), ctx.config.threshold)
+    table = table.filter(passed)
+    return _edges(
+        table.column(DOC_A).to_numpy(),
+        table.column(DOC_B).to_numpy(),
+        table.column(JACCARD).to_numpy(),
+        table.column(ESTIMATE).to_numpy(),
+    )
+
+
+def _edges(a: np.ndarray, b: np.ndarray, jaccard: np.ndarray, estimate: np.ndarray) -> pa.Table:
+    return pa.table(
+        {
+            FP_A: pa.array(a, pa.int64()),
+            FP_B: pa.array(b, pa.int64()),
+            JACCARD: pa.array(jaccard, pa.float64()),
+            ESTIMATE: pa.array(estimate, pa.float64()),
+        }
+    )
+
+
+@dataclass
+class TouchedOnDriver:
+    history: pa.Table  # the members with prev_exact_fp, prev_has_text, live_before
+    n_clusters: int  # old clusters touched
+
+
+def touched_on_driver(
+    ctx: BatchContext, night: Night, probed: Probed, edges: pa.Table
+) -> TouchedOnDriver:
+    """The members whose cluster may change (the new documents and the live members of the old
+    clusters the batch touches), with what the stable-id rule needs; the docs scans are Spark
+    jobs returning the rows about the night."""
+    new_members = _new_members(ctx, night)
+    rows = ctx.index.docs_rows()
+    if rows is None:
+        return TouchedOnDriver(_history(new_members, None, None), 0)
+    spark = ctx.spark
+    ids = night.docs.select([DOC_ID])
+    neighbour_fps = np.unique(
+        np.r_[
+            night.contents.column(EXACT_FP).to_numpy(),
+            edges.column(FP_A).to_numpy(),
+            edges.column(FP_B).to_numpy(),
+            _stored_neighbours(ctx, probed.known),
+        ]
+    )
+    ids_df = maybe_broadcast(spark.createDataFrame(ids), ids.num_rows)
+    fps_df = maybe_broadcast(
+        spark.createDataFrame(pa.table({EXACT_FP: pa.array(neighbour_fps, pa.int64())})),
+        len(neighbour_fps),
+    )
+
+    def near_the_batch(docs: DataFrame) -> DataFrame:
+        by_id = docs.join(ids_df, DOC_ID, "left_semi")
+        return by_id.unionByName(docs.join(fps_df, EXACT_FP, "left_semi")).distinct()
+
+    nearby = current_rows(rows, near_the_batch).toArrow()
+    new_ids = ids.column(DOC_ID).combine_chunks()
+    is_new = pc.is_in(nearby.column(DOC_ID), new_ids)
+    replaced = nearby.filter(is_new)
+    with_text = nearby.filter(nearby.column(HAS_TEXT))
+    batch_fps = night.contents.column(EXACT_FP).combine_chunks()
+    live_before = np.unique(
+        with_text.filter(pc.is_in(with_text.column(EXACT_FP), batch_fps))
+        .column(EXACT_FP)
+        .to_numpy()
+    )
+    touched = np.unique(
+        np.r_[
+            with_text.filter(pc.invert(pc.is_in(with_text.column(DOC_ID), new_ids)))
+            .column(CLUSTER_ID)
+            .to_numpy(zero_copy_only=False),
+            replaced.column(CLUSTER_ID).to_numpy(zero_copy_only=False),
+        ]
+    )
+    members = new_members
+    if len(touched):
+        clusters = maybe_broadcast(
+            spark.createDataFrame(
+                pa.table({CLUSTER_ID: pa.array(touched, ids.schema.field(DOC_ID).type)})
+            ),
+            len(touched),
+        )
+
+        def in_touched(docs: DataFrame) -> DataFrame:
+            return docs.join(clusters, CLUSTER_ID, "left_semi").join(ids_df, DOC_ID, "left_anti")
+
+        old = current_rows(rows, in_touched).toArrow()
+        members = pa.concat_tables([new_members, _old_members(old)])
+    return TouchedOnDriver(_history(members, replaced, live_before), len(touched))
+
+
+def _new_members(ctx: BatchContext, night: Night) -> pa.Table:
+    docs = night.docs
+    id_type = docs.schema.field(DOC_ID).type
+    return pa.table(
+        {
+            DOC_ID: docs.column(DOC_ID),
+            HAS_TEXT: docs.column(HAS_TEXT),
+            EXACT_FP: docs.column(EXACT_FP),
+            OLD_CLUSTER: pa.nulls(docs.num_rows, id_type),
+            IS_OLD: pa.array(np.zeros(docs.num_rows, bool)),
+            BATCH: pa.array(np.full(docs.num_rows, ctx.seq, np.int32)),
+        }
+    )
+
+
+def _old_members(old: pa.Table) -> pa.Table:
+    return pa.table(
+        {
+            DOC_ID: old.column(DOC_ID),
+            HAS_TEXT: old.column(HAS_TEXT),
+            EXACT_FP: old.column(EXACT_FP),
+            OLD_CLUSTER: old.column(CLUSTER_ID),
+            IS_OLD: pa.array(np.ones(old.num_rows, bool)),
+            BATCH: old.column(BATCH).cast(pa.int32()),
+        }
+    )
+
+
+def _history(
+    members: pa.Table, replaced: pa.Table | None, live_before: np.ndarray | None
+) -> pa.Table:
+    """The members with their replaced version and whether their content was live before."""
+    n = members.num_rows
+    prev_fp = pa.nulls(n, pa.int64())
+    prev_has_text = pa.nulls(n, pa.bool_())
+    if replaced is not None and replaced.num_rows:
+        where = pc.index_in(members.column(DOC_ID), replaced.column(DOC_ID))
+        prev_fp = pc.take(replaced.column(EXACT_FP), where)
+        prev_has_text = pc.take(replaced.column(HAS_TEXT), where)
+    live = pa.nulls(n, pa.bool_())
+    if live_before is not None and len(live_before):
+        held = pc.is_in(members.column(EXACT_FP), pa.array(live_before, pa.int64()))
+        live = pc.if_else(held, True, pa.scalar(None, pa.bool_()))
+    return (
+        members.append_column(PREV_FP, prev_fp)
+        .append_column(PREV_HAS_TEXT, prev_has_text)
+        .append_column(LIVE_BEFORE, live)
+    )
+
+
+def _stored_neighbours(ctx: BatchContext, known: np.ndarray) -> np.ndarray:
+    """Ends of the stored edges incident to the batch contents the index holds."""
+    stored = ctx.index.pairs()
+    if stored is None or not len(known):
+        return np.zeros(0, np.int64)
+    held = ctx.spark.createDataFrame(pa.table({EXACT_FP: pa.array(known, pa.int64())}))
+    side = maybe_broadcast(held, len(known))
+    incident = stored.join(side.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi").unionByName(
+        stored.join(side.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
+    )
+    ends = incident.select(FP_A, FP_B).toArrow()
+    return np.r_[ends.column(FP_A).to_numpy(), ends.column(FP_B).to_numpy()]
+
+
+def cluster_on_driver_night(
+    ctx: BatchContext, touched: TouchedOnDriver, edges: pa.Table
+) -> ClusterResult:
+    """Stable ids of the members over the new edges and, when an old cluster is touched, the
+    stored edges between the members' contents (a Spark scan of ``pairs``)."""
+    all_edges = [edges]
+    stored = ctx.index.pairs()
+    if touched.n_clusters and stored is not None:
+        history = touched.history
+        member_fps = np.unique(history.filter(history.column(HAS_TEXT)).column(EXACT_FP).to_numpy())
+        wanted = maybe_broadcast(
+            ctx.spark.createDataFrame(pa.table({EXACT_FP: pa.array(member_fps, pa.int64())})),
+            len(member_fps),
+        )
+        within = stored.join(wanted.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi").join(
+            wanted.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi"
+        )
+        all_edges.append(within.select(FP_A, FP_B, JACCARD, ESTIMATE).toArrow())
+    joined = pa.concat_tables(all_edges, promote_options="permissive")
+    return cluster_members(touched.history, joined)

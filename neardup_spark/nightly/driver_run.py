@@ -1,0 +1,133 @@
+"""The chain of a night on the driver (:mod:`.driver_night`), and what it writes: the new segment
+(its contents part, its ``docs`` rows, its edges) and the batch's results, as Parquet and Arrow
+files written by this process; nothing the index already holds is rewritten."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+
+from neardup_spark.columns import (
+    BAND_KEYS,
+    CLUSTER_ID,
+    DOC_ID,
+    EXACT_FP,
+    HAS_TEXT,
+    IS_REPRESENTATIVE,
+    TEXT,
+)
+from neardup_spark.io.filesystem import join, write_parquet_file
+from neardup_spark.nightly.content_files import write_part
+from neardup_spark.nightly.driver_night import (
+    candidates_on_driver,
+    cluster_on_driver_night,
+    fresh_contents,
+    night_on_driver,
+    probe_on_driver,
+    texts_on_driver,
+    touched_on_driver,
+    verify_on_driver,
+)
+from neardup_spark.nightly.publish import CHANGED_CLUSTERS
+from neardup_spark.nightly.stable_ids import IS_OLD, KEPT, OLD_CLUSTER, ClusterResult
+from neardup_spark.nightly.steps import BatchContext, IndexedNight
+from neardup_spark.nightly.store import BATCH, DOCS, PAIRS, WRITTEN
+
+PART_FILE = "part-00000.parquet"
+
+
+def index_on_driver(ctx: BatchContext, features: DataFrame) -> IndexedNight:
+    """The night after its per-document pass (``features``), its tables on the driver."""
+    timer, counts = ctx.timer, ctx.counts
+    with timer.stage("contents") as counted:
+        night = night_on_driver(ctx, features)
+        counted["rows"] = night.contents.num_rows
+    with timer.stage("probe") as counted:
+        probed = probe_on_driver(ctx, night)
+        counts["known_contents"] = counted["rows"] = len(probed.known)
+    fresh = fresh_contents(night, probed)
+    counts["new_contents"] = fresh.num_rows
+    with timer.stage("candidates") as counted:
+        doc_a, doc_b, stored = candidates_on_driver(ctx, fresh, probed)
+        counts["candidate_pairs"] = counted["rows"] = len(doc_a)
+    with timer.stage("verify") as counted:
+        texts = texts_on_driver(ctx, fresh, stored)
+        edges = verify_on_driver(ctx, doc_a, doc_b, texts)
+        counts["near_pairs"] = counted["verified"] = edges.num_rows
+    with timer.stage("touched") as counted:
+        touched = touched_on_driver(ctx, night, probed, edges)
+        counts["touched_clusters"] = touched.n_clusters
+        counted["rows"] = touched.history.num_rows
+    with timer.stage("components") as counted:
+        result = cluster_on_driver_night(ctx, touched, edges)
+        counted["rows"] = touched.history.num_rows
+    with timer.stage("write") as counted:
+        segment = write_night(ctx, fresh, texts, edges, result)
+        counted["rows"] = segment["rows"].get(DOCS, 0)
+    components = {"strategy": "driver", "rounds": 0}
+    return IndexedNight(segment, result.stats, components, touched.n_clusters)
+
+
+def write_night(
+    ctx: BatchContext, fresh: pa.Table, texts: pa.Table, edges: pa.Table, result: ClusterResult
+) -> dict[str, Any]:
+    """The segment (contents part, docs rows, edges) and the batch's results; returns the
+    segment's manifest entry."""
+    segment_dir = ctx.index.segment_path(ctx.segment)
+    parts = []
+    if fresh.num_rows:
+        fresh = fresh.sort_by([(EXACT_FP, "ascending")])
+        fps = fresh.column(EXACT_FP).to_numpy()
+        keys = pc.list_flatten(fresh.column(BAND_KEYS)).to_numpy().reshape(len(fps), -1)
+        where = pd.Index(texts.column(EXACT_FP).to_numpy()).get_indexer(fps)
+        summary = write_part(segment_dir, fps, keys, texts.column(TEXT).take(pa.array(where)))
+        parts.append(vars(summary))
+    assigned = result.assigned
+    is_old = assigned.column(IS_OLD).to_numpy(zero_copy_only=False).astype(bool)
+    moved = is_old & pc.fill_null(
+        pc.not_equal(assigned.column(OLD_CLUSTER), assigned.column(CLUSTER_ID)), False
+    ).to_numpy(zero_copy_only=False)
+    delta = assigned.filter(pa.array(~is_old | moved))
+    docs = pa.table(
+        {
+            DOC_ID: delta.column(DOC_ID),
+            HAS_TEXT: delta.column(HAS_TEXT),
+            EXACT_FP: delta.column(EXACT_FP),
+            CLUSTER_ID: delta.column(CLUSTER_ID),
+            BATCH: delta.column(BATCH).cast(pa.int32()),
+            WRITTEN: pa.array(np.full(delta.num_rows, ctx.seq, np.int32)),
+        }
+    )
+    write_parquet_file(join(segment_dir, DOCS, PART_FILE), docs)
+    if edges.num_rows:
+        write_parquet_file(join(segment_dir, PAIRS, PART_FILE), edges)
+    write_results(ctx, result, ~is_old)
+    rows = {"contents": fresh.num_rows, DOCS: docs.num_rows, PAIRS: edges.num_rows}
+    return {
+        "name": ctx.segment,
+        "batch": ctx.seq,
+        "parts": parts,
+        "rows": {table: n for table, n in rows.items() if n},
+    }
+
+
+def write_results(ctx: BatchContext, result: ClusterResult, new: np.ndarray) -> None:
+    """The batch's results (what a rerun publishes again): ``clusters/``, ``kept/``,
+    ``pairs/``, ``changed_clusters/``."""
+    rows = result.assigned.filter(pa.array(new))
+    ids, clusters = rows.column(DOC_ID), rows.column(CLUSTER_ID)
+    tables = {
+        "clusters": pa.table(
+            {DOC_ID: ids, CLUSTER_ID: clusters, IS_REPRESENTATIVE: pc.equal(ids, clusters)}
+        ),
+        KEPT: pa.table({DOC_ID: rows.filter(rows.column(KEPT)).column(DOC_ID)}),
+        "pairs": result.pairs,
+        CHANGED_CLUSTERS: result.changed,
+    }
+    for name, table in tables.items():
+        write_parquet_file(join(ctx.results_path, name, PART_FILE), table)
