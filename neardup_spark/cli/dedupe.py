@@ -64,7 +64,8 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         "--index-buckets",
         type=int,
         metavar="N",
-        help="buckets of a new index (default 32); an existing index keeps its own "
+        help="most parts a segment's texts are cut into, one per 250,000 (default 32; the "
+        "probe scans parts in parallel); an existing index keeps its own "
         "(`neardup index compact DIR --buckets N` changes it)",
     )
 

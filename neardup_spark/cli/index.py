@@ -33,7 +33,10 @@ def register(sub: Any) -> None:
     )
     compact.add_argument("directory", help="the index directory (dedupe --index DIR)")
     compact.add_argument(
-        "--buckets", type=int, metavar="N", help="re-bucket the index (default: keep its own)"
+        "--buckets",
+        type=int,
+        metavar="N",
+        help="most parts the compacted texts are cut into (default: the index's own)",
     )
     add_settings_options(compact)
     compact.set_defaults(func=run_compact)

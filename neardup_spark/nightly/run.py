@@ -2,20 +2,28 @@
 
 A run checks the batch of new documents against everything indexed before, and adds it:
 
-1. **Exact copies.** Each new document is fingerprinted (normalised text, SHA-256-64). A
-   fingerprint the index already holds is *known content*: the document is an exact copy and
-   needs no sketch (the index stores each distinct text once, see
+1. **Per document.** The full run's per-document pass (normalise, fingerprint, shingle,
+   MinHash, band keys), in Spark, with the id check alongside.
+2. **Exact copies.** A fingerprint the index already holds is *known content*: the document is
+   an exact copy and needs nothing more (the index stores each distinct text once, see
    :mod:`neardup_spark.nightly.store`).
-2. **Near-duplicates.** Each *new content* is shingled and MinHashed; its band keys are looked up
-   among the new contents (LSH buckets, as in a full run) and in the index's ``bands`` table
-   (only the buckets of the new keys are read). Every candidate pair is verified exactly: the
-   old side's shingle-hash set comes from the index's ``contents`` table.
-3. **Clusters.** The clusters the batch touches (those holding a copy or a verified neighbour of
+3. **Near-duplicates.** The band keys of each *new content* are looked up among the new contents
+   (LSH buckets, as in a full run) and in the index's keys files (one scan of 232 bytes per
+   indexed content, :mod:`neardup_spark.nightly.content_files`). Every candidate pair is verified
+   exactly; the old side's normalised text is read from the few record batches of the index
+   that hold it and shingled with the full run's kernel.
+4. **Clusters.** The clusters the batch touches (those holding a copy or a verified neighbour of
    a new document, or a re-crawled document) are re-computed as connected components over their
    live documents and the stored plus new verified edges; all other clusters stay as they are.
-4. **Commit.** The new segment, the new ``docs`` table and the batch's results are written under
-   fresh names, then ``CURRENT`` is replaced atomically; finally the outputs are staged under
-   ``OUTPUT/_staging/`` and committed into OUTPUT as a full run's are.
+5. **Commit.** The new segment (the new contents, the ``docs`` rows the batch adds or changes,
+   its edges) and the batch's results are written under fresh names, then ``CURRENT`` is
+   replaced atomically; finally the outputs are staged under ``OUTPUT/_staging/`` and committed
+   into OUTPUT as a full run's are.
+
+Steps 2-5 run on the driver, on Arrow tables with the same kernels, for a batch of up to
+``nightly_driver_max_docs`` documents (:mod:`.driver_run`: Spark only scans what is index-sized
+and returns the rows about the night); a larger batch runs them as Spark jobs
+(:mod:`.spark_run`). Both give the same index and outputs (tested).
 
 Cluster ids follow the stable ``smallest_id`` rule of :mod:`neardup_spark.nightly.stable_ids`.
 So when new documents have larger ids than old ones (ids that grow with crawl time), ids are
@@ -38,9 +46,9 @@ and the id and text columns. A run id the index has already committed adds nothi
 results are published again (or the OUTPUT holding them is kept).
 
 Clustering: the documents of the touched clusters plus the new ones (and their edges) are
-collected and clustered on the driver (:mod:`neardup_spark.nightly.stable_ids`, NumPy and
-SciPy) when they are at most ``components_single_task_max_edges`` (2,000,000 by default); above
-that, the same rule runs as distributed Spark jobs
+clustered on the driver (:mod:`neardup_spark.nightly.stable_ids`, NumPy and SciPy); on the
+Spark path, when they are more than ``components_single_task_max_edges`` (2,000,000 by
+default), the same rule runs as distributed Spark jobs
 (:func:`neardup_spark.nightly.stable_ids_spark.cluster_with_spark`).
 
 One writer at a time: two runs must not update one index concurrently (schedule nightly runs
