@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -45,3 +48,37 @@ def latest_rows(rows: DataFrame) -> DataFrame:
         .where(F.col(_LATEST) == 1)
         .drop(_LATEST)
     )
+
+
+def current_rows_collected(
+    rows: DataFrame,
+    matching: Callable[[DataFrame], DataFrame],
+    still_matching: Callable[[pa.Table], pa.ChunkedArray],
+    one_version: bool,
+) -> pa.Table:
+    """:func:`current_rows` for a night on the driver, collected: the matching rows come back
+    (one job); unless every document has one row (``one_version``: the index has one ``docs``
+    segment), every version of the documents they name comes back too (a second job), whose
+    latest rows are kept where ``still_matching`` (the same filter, on Arrow) holds."""
+    matched = _distinct(matching(rows).toArrow())
+    if one_version or not matched.num_rows:
+        return matched
+    ids = pa.table({DOC_ID: pc.unique(matched.column(DOC_ID))})
+    wanted = maybe_broadcast(rows.sparkSession.createDataFrame(ids), ids.num_rows)
+    latest = _latest(rows.join(wanted, DOC_ID, "left_semi").toArrow())
+    return latest.filter(still_matching(latest))
+
+
+def _distinct(table: pa.Table) -> pa.Table:
+    return table.group_by(table.column_names, use_threads=False).aggregate([])
+
+
+def _latest(versions: pa.Table) -> pa.Table:
+    """The row with the largest ``written`` of each document."""
+    ordered = versions.sort_by([(DOC_ID, "ascending"), (WRITTEN, "descending")])
+    ids = ordered.column(DOC_ID).combine_chunks()
+    if len(ids) < 2:
+        return ordered
+    changes = pc.not_equal(ids.slice(1), ids.slice(0, len(ids) - 1))
+    first = np.r_[True, changes.to_numpy(zero_copy_only=False)]
+    return ordered.filter(pa.array(first))

@@ -35,7 +35,7 @@ from neardup_spark.columns import (
 from neardup_spark.kernels.lsh import bucket_pairs
 from neardup_spark.nightly.content_files import TEXTS_SUFFIX, read_texts
 from neardup_spark.nightly.contents import KIND, KNOWN, MATCH, PART, ROW, probe_index
-from neardup_spark.nightly.docs import current_rows
+from neardup_spark.nightly.docs import current_rows_collected
 from neardup_spark.nightly.stable_ids import (
     IS_OLD,
     LIVE_BEFORE,
@@ -46,7 +46,7 @@ from neardup_spark.nightly.stable_ids import (
     cluster_members,
 )
 from neardup_spark.nightly.steps import BatchContext, batch_documents
-from neardup_spark.nightly.store import BATCH, FP_A, FP_B
+from neardup_spark.nightly.store import BATCH, DOCS, FP_A, FP_B
 from neardup_spark.pipeline.execution import maybe_broadcast
 
 _SIDE_ROWS_PER_BATCH = 4096  # side rows scored at once (two per pair)
@@ -248,17 +248,22 @@ def touched_on_driver(
         ]
     )
     ids_df = maybe_broadcast(spark.createDataFrame(ids), ids.num_rows)
+    fps_array = pa.array(neighbour_fps, pa.int64())
     fps_df = maybe_broadcast(
-        spark.createDataFrame(pa.table({EXACT_FP: pa.array(neighbour_fps, pa.int64())})),
-        len(neighbour_fps),
+        spark.createDataFrame(pa.table({EXACT_FP: fps_array})), len(neighbour_fps)
     )
+    new_ids = ids.column(DOC_ID).combine_chunks()
+    one_version = sum(1 for s in ctx.index.segments if s["rows"].get(DOCS)) <= 1
 
     def near_the_batch(docs: DataFrame) -> DataFrame:
         by_id = docs.join(ids_df, DOC_ID, "left_semi")
-        return by_id.unionByName(docs.join(fps_df, EXACT_FP, "left_semi")).distinct()
+        return by_id.unionByName(docs.join(fps_df, EXACT_FP, "left_semi"))
 
-    nearby = current_rows(rows, near_the_batch).toArrow()
-    new_ids = ids.column(DOC_ID).combine_chunks()
+    def still_near(table: pa.Table) -> pa.ChunkedArray:
+        by_id = pc.is_in(table.column(DOC_ID), new_ids)
+        return pc.or_(by_id, pc.is_in(table.column(EXACT_FP), fps_array))
+
+    nearby = current_rows_collected(rows, near_the_batch, still_near, one_version)
     is_new = pc.is_in(nearby.column(DOC_ID), new_ids)
     replaced = nearby.filter(is_new)
     with_text = nearby.filter(nearby.column(HAS_TEXT))
@@ -278,17 +283,19 @@ def touched_on_driver(
     )
     members = new_members
     if len(touched):
+        touched_ids = pa.array(touched, ids.schema.field(DOC_ID).type)
         clusters = maybe_broadcast(
-            spark.createDataFrame(
-                pa.table({CLUSTER_ID: pa.array(touched, ids.schema.field(DOC_ID).type)})
-            ),
-            len(touched),
+            spark.createDataFrame(pa.table({CLUSTER_ID: touched_ids})), len(touched)
         )
 
         def in_touched(docs: DataFrame) -> DataFrame:
             return docs.join(clusters, CLUSTER_ID, "left_semi").join(ids_df, DOC_ID, "left_anti")
 
-        old = current_rows(rows, in_touched).toArrow()
+        def still_in_touched(table: pa.Table) -> pa.ChunkedArray:
+            in_cluster = pc.is_in(table.column(CLUSTER_ID), touched_ids)
+            return pc.and_(in_cluster, pc.invert(pc.is_in(table.column(DOC_ID), new_ids)))
+
+        old = current_rows_collected(rows, in_touched, still_in_touched, one_version)
         members = pa.concat_tables([new_members, _old_members(old)])
     return TouchedOnDriver(_history(members, replaced, live_before), len(touched))
 
