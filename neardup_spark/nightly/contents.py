@@ -99,10 +99,10 @@ def write_contents(
     return sorted((row.asDict() for row in written), key=lambda part: str(part["name"]))
 
 
-def _probe_fn(batch_fps: np.ndarray, batch_keys: np.ndarray, top: int) -> Any:
+def _probe_fn(parts: list[str], batch_fps: np.ndarray, batch_keys: np.ndarray, top: int) -> Any:
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for path in batch.column(PART).to_pylist():
+            for path in (parts[i] for i in batch.column(0).to_pylist()):
                 fps, keys = read_keys(path + KEYS_SUFFIX)
                 hits = probe_part(fps, keys, batch_fps, batch_keys, top)
                 n_known, n_match = len(hits.known), len(hits.keys)
@@ -136,10 +136,14 @@ def probe_index(
     smallest fingerprints with that key in its part), ``band_key``, ``exact_fp``, ``part``,
     ``row``."""
     tasks = max(1, min(len(parts), 2 * spark.sparkContext.defaultParallelism))
-    paths = spark.createDataFrame(
-        [(p,) for p in parts], T.StructType([T.StructField(PART, T.StringType(), False)])
-    )
-    return paths.repartition(tasks).mapInArrow(_probe_fn(batch_fps, batch_keys, top), PROBE_SCHEMA)
+    probe = _probe_fn(parts, batch_fps, batch_keys, top)
+    return part_numbers(spark, len(parts), tasks).mapInArrow(probe, PROBE_SCHEMA)
+
+
+def part_numbers(spark: SparkSession, n_parts: int, tasks: int) -> DataFrame:
+    """``0 .. n_parts - 1`` in ``tasks`` partitions, no shuffle: each task handles the parts
+    with its numbers (their paths travel with the function)."""
+    return spark.range(0, n_parts, 1, tasks)
 
 
 def _fetch_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -180,10 +184,10 @@ def part_paths(segment_dir: str, names: list[str]) -> list[str]:
     return [join(segment_dir, name) for name in names]
 
 
-def _read_parts_fn(bands: int) -> Any:
+def _read_parts_fn(parts: list[str], bands: int) -> Any:
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for path in batch.column(PART).to_pylist():
+            for path in (parts[i] for i in batch.column(0).to_pylist()):
                 fps, keys = read_keys(path + KEYS_SUFFIX)
                 _, texts = read_texts(path + TEXTS_SUFFIX, np.arange(len(fps)))
                 offsets = pa.array(np.arange(len(fps) + 1, dtype=np.int32) * bands)
@@ -209,6 +213,5 @@ def read_contents(spark: SparkSession, parts: list[str], bands: int) -> DataFram
             T.StructField(TEXT, T.StringType(), True),
         ]
     )
-    path_schema = T.StructType([T.StructField(PART, T.StringType(), False)])
-    paths = spark.createDataFrame([(p,) for p in parts], path_schema)
-    return paths.repartition(max(1, len(parts))).mapInArrow(_read_parts_fn(bands), schema)
+    reader = _read_parts_fn(parts, bands)
+    return part_numbers(spark, len(parts), max(1, len(parts))).mapInArrow(reader, schema)
