@@ -11,6 +11,9 @@ every timed run):
 3. *nightly*: ``new/`` against that index (``run_incremental``), all outputs published;
 4. *full rerun*: one ``pipeline.run`` over ``all/``, all outputs written.
 
+The *cross-day recall*: of the full rerun's pairs joining a new document to an indexed one,
+the fraction the index (after the night) puts in one cluster.
+
 Then the *series* (``--nightly-series K``, default 30; 0 skips it): an index of
 ``--nightly-series-index`` documents (default 300,000) gets ``K`` nights of ``M`` new documents
 one after the other, without compaction: the time per night must not creep up as the index
@@ -39,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from pyspark.sql import SparkSession
 
 from neardup_spark.bench.corpora import ensure_cut_corpus, ensure_nightly_corpus
@@ -46,8 +51,11 @@ from neardup_spark.bench.machine import machine_info, one_minute_load
 from neardup_spark.bench.processes import tree_cpu_seconds
 from neardup_spark.bench.settings import DEFAULT_NEW, BenchSettings
 from neardup_spark.bench.tables import nightly_markdown
+from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID
 from neardup_spark.config import DedupeConfig, SessionSettings
+from neardup_spark.nightly.docs import latest_rows
 from neardup_spark.nightly.run import run_incremental
+from neardup_spark.nightly.store import Index
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.runtime.session import build_session
 
@@ -238,6 +246,9 @@ def measure_size(
         "nightly_counts": report["counts"],
         "index_bytes": _dir_bytes(str(index_dir)),
         "input_bytes": input_bytes,
+        "cross_day_recall": cross_day_recall(
+            session, str(index_dir), str(root / "out-full" / "pairs"), paths["new"], config
+        ),
         "plain_seconds": round(plain_wall, 1),
     }
 
@@ -280,6 +291,27 @@ def time_nightly_and_full(
         )
     shutil.rmtree(saved, ignore_errors=True)
     return nightly, full
+
+
+def cross_day_recall(
+    session: SparkSession, index_dir: str, full_pairs: str, new_input: str, config: DedupeConfig
+) -> float | None:
+    """Of the full rerun's pairs joining a new document to an indexed one, the fraction whose
+    two documents the index (after the night) puts in one cluster; None without such pairs."""
+    new_ids = ds.dataset(new_input).to_table(columns=[config.id_col]).column(config.id_col)
+    pairs = ds.dataset(full_pairs).to_table(columns=[DOC_A, DOC_B])
+    new_a, new_b = pc.is_in(pairs.column(DOC_A), new_ids), pc.is_in(pairs.column(DOC_B), new_ids)
+    across = pairs.filter(pc.xor(new_a, new_b))
+    if not across.num_rows:
+        return None
+    rows = Index.open(session, index_dir).docs_rows()
+    assert rows is not None  # the night was indexed
+    clusters = latest_rows(rows).select(DOC_ID, CLUSTER_ID).toArrow()
+    ids, cluster_ids = clusters.column(DOC_ID), clusters.column(CLUSTER_ID)
+    of_a = pc.take(cluster_ids, pc.index_in(across.column(DOC_A), ids))
+    of_b = pc.take(cluster_ids, pc.index_in(across.column(DOC_B), ids))
+    joined = pc.sum(pc.fill_null(pc.equal(of_a, of_b), False).cast("int64")).as_py() or 0
+    return round(joined / across.num_rows, 4)
 
 
 def timed(action: Callable[..., Any], *args: Any) -> Timing:

@@ -148,7 +148,8 @@ def format_markdown(results: dict[str, Any]) -> str:
 def format_nightly(rows: list[dict[str, Any]]) -> str:
     """A Markdown table of :func:`neardup_spark.bench.nightly.bench_nightly` rows: work seconds
     (the runs' reports) of a night and of a full rerun, the index build against a plain run of
-    the same documents, the index's size against its input's."""
+    the same documents, the index's size against its input's, the cross-day recall (the full
+    rerun's new-to-indexed pairs the night clustered together)."""
     headers = [
         "index docs",
         "new docs",
@@ -162,6 +163,7 @@ def format_nightly(rows: list[dict[str, Any]]) -> str:
         "index MiB",
         "input MiB",
         "index / input",
+        "cross-day recall",
         "night CPU s",
         "full CPU s",
         "load",
@@ -183,6 +185,7 @@ def format_nightly(rows: list[dict[str, Any]]) -> str:
                 f"{index_mib:,.0f}",
                 f"{input_mib:,.0f}",
                 _num(index_mib / input_mib if input_mib else None, "x", digits=2),
+                _num(r.get("cross_day_recall"), digits=4),
                 _num(r.get("nightly_cpu_seconds")),
                 _num(r.get("full_cpu_seconds")),
                 f"{_num(r.get('load_before'), digits=2)}-{_num(r.get('load_after'), digits=2)}",

@@ -31,6 +31,7 @@ NIGHTLY_ROW = {
     "build_work_seconds": 50.0,
     "build_ratio": 1.32,
     "input_bytes": 1400 * 2**20,
+    "cross_day_recall": 0.99871,
 }
 SERIES = {
     "index_docs": 300_000,
@@ -127,6 +128,7 @@ def test_nightly_table():
         "1,260",
         "1,400",
         "0.90x",
+        "0.9987",
         "-",
         "121.1",
         "4.15-5.97",

@@ -136,6 +136,8 @@ def test_nightly_case_end_to_end(tmp_path):
     assert row["nightly_seconds"] == min(row["all_nightly_seconds"])
     assert row["nightly_counts"]["input_rows"] == 50 and row["nightly_growth"] == 1.0
     assert row["index_bytes"] > 0 and row["input_bytes"] > 0
+    # The full rerun's pairs between a new and an indexed document: all clustered by the night.
+    assert row["cross_day_recall"] == 1.0
     assert row["build_ratio"] == pytest.approx(
         row["build_work_seconds"] / row["plain_work_seconds"], abs=0.01
     )
