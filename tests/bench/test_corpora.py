@@ -37,11 +37,12 @@ def test_nightly_corpus_is_cut_in_base_and_new(tmp_path):
     assert base.num_rows == 50 and new.num_rows == 20 and both.num_rows == 70
     assert not set(base.column("id").to_pylist()) & set(new.column("id").to_pylist())
     for file in Path(paths["all"]).iterdir():  # hard links, not copies
-        name, part = file.stem.split("-")
-        assert os.path.samefile(file, Path(paths[name]) / f"part-{part}.parquet")
+        name, _, original = file.name.partition("-")  # base-part-00000.parquet
+        assert os.path.samefile(file, Path(paths[name]) / original)
     before = {p: p.stat().st_mtime_ns for p in Path(paths["base"]).iterdir()}
     assert ensure_nightly_corpus(root, 50, 20, seed=1, mean_words=30) == paths
     assert {p: p.stat().st_mtime_ns for p in Path(paths["base"]).iterdir()} == before
-    assert json.loads((root / NIGHTLY_CORPUS_MARKER).read_text())["index_docs"] == 50
+    marker = json.loads((root / NIGHTLY_CORPUS_MARKER).read_text())
+    assert marker["docs"] == 70 and marker["parts"] == {"base": [0, 50], "new": [50, 70]}
     ensure_nightly_corpus(root, 40, 20, seed=1, mean_words=30)  # another size: redone
     assert ds.dataset(paths["base"]).count_rows() == 40
