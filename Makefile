@@ -32,8 +32,9 @@ test: $(STAMP)  ## run the test suite (real Spark in local mode)
 bench: $(STAMP)  ## benchmark vs the hashing floor, Spark MLlib, datasketch (10k/30k/100k docs), then the nightly case (~17 min on 2 cores; builds the JVM class archive first)
 	$(BIN)/neardup bench
 
-bench-nightly: $(STAMP)  ## only bench's nightly case: 10k new docs against indexes of 100k and 300k vs a full rerun (~10 min)
-	$(BIN)/neardup bench --nightly-only
+NIGHTLY_SIZES ?= 100000,300000
+bench-nightly: $(STAMP)  ## only bench's nightly case: 10k new docs against indexes of 100k and 300k vs a full rerun, then 30 nights on 300k (NIGHTLY_SIZES=100000,300000,1000000 adds 1M)
+	$(BIN)/neardup bench --nightly-only --nightly-sizes $(NIGHTLY_SIZES)
 
 cluster-test: $(STAMP)  ## standalone master+worker on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test)
 	$(BIN)/python -m pytest -q -m slow tests/runtime/test_standalone_cluster.py
