@@ -7,20 +7,30 @@ STAMP := $(VENV)/.installed
 DEMO_DIR ?= data/demo
 DEMO_OUT ?= out/demo
 DEMO_DOCS ?= 5000
+# make setup: the package with every extra, at the versions of constraints.txt
+EXTRAS := ingest,report,bench,dev
+# make test-compat: the newest Spark of each supported line, each in its own venv, on the oldest
+# and the newest Python the project supports (falling back to $(PYTHON) when one is missing)
+COMPAT_DIR := build/compat
+COMPAT_SUITE := tests/kernels tests/compat tests/io
+COMPAT_SPARK_spark35 := pyspark>=3.5,<3.6
+COMPAT_SPARK_spark4 := pyspark>=4,<5
+COMPAT_PYTHON_spark35 ?= $(firstword $(shell command -v python3.10) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
+COMPAT_PYTHON_spark4 ?= $(firstword $(shell command -v python3.13) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
-.PHONY: help setup demo test lint format bench bench-nightly cluster-test eval-extract clean
+.PHONY: help setup demo test test-compat lock lint format bench bench-nightly cluster-test eval-extract clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
 	@touch $(STAMP)
 
-setup: $(STAMP)  ## create .venv with the package, the `neardup` script and dev tools
+setup: $(STAMP)  ## create .venv: the package with all extras and dev tools, pinned by constraints.txt
 
 demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
 	$(BIN)/neardup generate $(DEMO_DIR) --docs $(DEMO_DOCS) --seed 1 --overwrite
@@ -28,6 +38,30 @@ demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
 
 test: $(STAMP)  ## run the test suite (real Spark in local mode)
 	$(BIN)/python -m pytest -q
+
+# A venv per Spark line: the newest release of the line from PyPI, the project (not editable:
+# built and installed as a user would) and the test runner; nothing else pinned.
+$(COMPAT_DIR)/%/.installed: pyproject.toml
+	rm -rf $(COMPAT_DIR)/$*
+	$(COMPAT_PYTHON_$*) -m venv $(COMPAT_DIR)/$*
+	$(COMPAT_DIR)/$*/bin/pip install --quiet --upgrade pip
+	$(COMPAT_DIR)/$*/bin/pip install --quiet '$(COMPAT_SPARK_$*)' . pytest pytest-timeout hypothesis
+	@touch $@
+
+test-compat: $(STAMP) $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.installed  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's (~8 min)
+	NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/pinned $(BIN)/python -m pytest -q -p no:cacheprovider tests/compat
+	@for env in spark35 spark4; do \
+	  echo "== $$env: $$($(COMPAT_DIR)/$$env/bin/python -c 'import sys, pyspark; print("pyspark", pyspark.__version__, "python", sys.version.split()[0])')"; \
+	  NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/$$env NEARDUP_COMPAT_REFERENCE=$(COMPAT_DIR)/pinned/clusters.json \
+	    $(COMPAT_DIR)/$$env/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning $(COMPAT_SUITE) || exit 1; \
+	done
+
+lock:  ## rewrite constraints.txt with the newest versions inside pyproject.toml's ranges
+	rm -rf build/lock && $(PYTHON) -m venv build/lock
+	build/lock/bin/pip install --quiet --upgrade pip
+	build/lock/bin/pip install --quiet '.[$(EXTRAS)]'
+	{ sed -n '/^#/p' constraints.txt; build/lock/bin/pip freeze --exclude neardup-spark | grep -v '^#'; } > constraints.new
+	mv constraints.new constraints.txt
 
 bench: $(STAMP)  ## benchmark vs the hashing floor, Spark MLlib, datasketch (10k/30k/100k docs), then the nightly case (~17 min on 2 cores; builds the JVM class archive first)
 	$(BIN)/neardup bench
@@ -53,4 +87,4 @@ format: $(STAMP)  ## apply ruff's formatting and safe fixes
 	$(BIN)/ruff check --fix .
 
 clean:  ## remove the venv, demo data and outputs
-	rm -rf $(VENV) data out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build data out .pytest_cache .mypy_cache .ruff_cache

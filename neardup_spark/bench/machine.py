@@ -61,7 +61,7 @@ def machine_info() -> dict[str, Any]:
         "numpy": _version("numpy"),
         "pyarrow": _version("pyarrow"),
         "kernel": platform.release(),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "load_average": load,
     }
 

@@ -26,6 +26,7 @@ from neardup_spark.bench.settings import (
     BenchSettings,
 )
 from neardup_spark.errors import EXIT_OK
+from neardup_spark.extras import require_extra
 
 
 def register(sub: Any) -> None:
@@ -139,6 +140,8 @@ def run_bench(args: argparse.Namespace) -> int:
     and nightly run finished, 1 when one failed or timed out (the tables are written either
     way)."""
     settings = BenchSettings(**{f.name: getattr(args, f.name) for f in fields(BenchSettings)})
+    if "datasketch" in settings.rows:
+        require_extra("bench", "the datasketch row of neardup bench (or leave it out with --rows)")
     return bench(settings, echo)
 
 

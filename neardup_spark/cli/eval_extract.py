@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from neardup_spark.errors import EXIT_OK
+from neardup_spark.extras import require_extra
 from neardup_spark.quality.extraction_eval import (
     evaluate_extractor,
     extractors,
@@ -42,6 +43,7 @@ def register(sub: Any) -> None:
 
 
 def run_eval_extract(args: argparse.Namespace) -> int:
+    require_extra("ingest", "neardup eval-extract")
     result: dict[str, Any] = {"versions": versions()}
     if args.html.is_file():
         pages = read_benchmark(args.html)

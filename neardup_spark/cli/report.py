@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from neardup_spark.errors import EXIT_OK
+from neardup_spark.extras import require_extra
 from neardup_spark.report.data import MAX_MEMBERS, TOP_CLUSTERS
 from neardup_spark.report.html import write_report
 
@@ -40,6 +41,7 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     """Write the report as ``args`` say and print its path."""
+    require_extra("report", "neardup report")
     path = write_report(args.output, args.input_path, top=args.top, max_members=args.max_members)
     print(path)
     return EXIT_OK

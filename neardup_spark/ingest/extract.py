@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from resiliparse.extract.html2text import extract_plain_text
 
-EXTRACT_MODES = ("main", "text")
-
 
 def extract_text(html: str, mode: str) -> str:
     """Visible text of an HTML document: main content (``"main"``: without image alt texts and

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neardup_spark.errors import UserError
-from neardup_spark.ingest.extract import EXTRACT_MODES
+
+# --extract: the main content, or all visible text (ingest/extract.py)
+EXTRACT_MODES = ("main", "text")
 
 RECORD_TYPES = ("response", "resource", "conversion")
 DEFAULT_RECORD_TYPES = ("response", "conversion")

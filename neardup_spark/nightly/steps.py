@@ -51,6 +51,7 @@ from neardup_spark.pipeline.execution import (
 )
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.pipeline.steps import document_table
+from neardup_spark.runtime.spark_compat import local_checkpoint, to_arrow
 from neardup_spark.stages.candidates import banded_candidate_pairs
 from neardup_spark.stages.documents import normalized_texts
 from neardup_spark.stages.verify import score_candidate_texts, verified
@@ -111,7 +112,7 @@ class BatchContext:
 def keep(frame: DataFrame, level: StorageLevel = MEMORY) -> DataFrame:
     """Kept on the executors at its first action, lineage cut: later plans stay small (a
     persisted DataFrame still drags its whole lineage into every plan built on it)."""
-    return frame.localCheckpoint(eager=False, storageLevel=level)
+    return local_checkpoint(frame, eager=False, level=level)
 
 
 def batch_documents(df: DataFrame, config: DedupeConfig) -> DataFrame:
@@ -169,7 +170,7 @@ class IndexedNight:
 
 def _sorted_arrays(contents: DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The batch's fingerprints and distinct band keys, sorted (shipped with the probe)."""
-    table = contents.select(EXACT_FP, BAND_KEYS).toArrow()
+    table = to_arrow(contents.select(EXACT_FP, BAND_KEYS))
     fps = np.sort(table.column(EXACT_FP).to_numpy())
     keys = table.column(BAND_KEYS).combine_chunks().flatten().to_numpy(zero_copy_only=False)
     return fps, np.unique(keys)

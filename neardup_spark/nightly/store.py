@@ -125,7 +125,7 @@ def new_nonce() -> str:
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:

@@ -31,9 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from fastwarc.warc import ArchiveIterator
-
-from neardup_spark.ingest.extract import extract_text
 
 SHARED_ENV = "NEARDUP_SHARED_DATA"
 _TOKEN = re.compile(r"\w+")
@@ -69,6 +66,8 @@ def token_scores(predicted: str | None, gold: str | None) -> tuple[float, float,
 
 def extractors() -> dict[str, Callable[[str], str]]:
     """The candidates: the ingest's two modes, and trafilatura if it is installed."""
+    from neardup_spark.ingest.extract import extract_text  # the ingest extra (extras.py)
+
     found: dict[str, Callable[[str], str]] = {
         "resiliparse main (--extract main)": lambda html: extract_text(html, "main"),
         "resiliparse text (--extract text)": lambda html: extract_text(html, "text"),
@@ -118,6 +117,8 @@ def read_benchmark(path: Path) -> list[tuple[str, str]]:
 
 
 def _fastwarc_pass(data: bytes) -> int:
+    from fastwarc.warc import ArchiveIterator  # the ingest extra (neardup_spark/extras.py)
+
     n = 0
     for record in ArchiveIterator(io.BytesIO(data), parse_http=True):
         record.reader.read()
