@@ -8,15 +8,14 @@ from typing import Any
 
 from neardup_spark.config import load_session_settings
 from neardup_spark.errors import EXIT_OK
-from neardup_spark.ingest.extract import EXTRACT_MODES
-from neardup_spark.ingest.job import ingest
+from neardup_spark.extras import require_extra
 from neardup_spark.ingest.options import (
     DEFAULT_RECORD_TYPES,
+    EXTRACT_MODES,
     HTML_TYPES,
     RECORD_TYPES,
     IngestOptions,
 )
-from neardup_spark.ingest.warc import list_warc_files
 from neardup_spark.runtime.session import build_session
 
 
@@ -42,7 +41,9 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         "*.warc* and *.wet*) or glob; local, file://, s3://, gs:// or hdfs://",
     )
     parser.add_argument(
-        "output", help="output directory (corpus/, skipped/, summary.json); any path Spark writes"
+        "output",
+        help="the corpus to write: Parquet files at OUTPUT (with _skipped/, _summary.json); "
+        "any path Spark writes",
     )
     parser.add_argument(
         "--extract",
@@ -109,6 +110,10 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 
 def run_ingest(args: argparse.Namespace) -> int:
     """``neardup ingest``: build the session from --config/--set/--master, ingest, print."""
+    require_extra("ingest", "neardup ingest")
+    # Imported here: the WARC readers are the ingest extra, not the core every command has.
+    from neardup_spark.ingest.job import ingest, list_inputs
+
     session = load_session_settings(args.config, args.overrides, {"master": args.master})
     # Bad options and missing inputs fail before Spark starts.
     IngestOptions(
@@ -116,7 +121,7 @@ def run_ingest(args: argparse.Namespace) -> int:
         record_types=tuple(args.record_types),
         content_types=tuple(args.content_types),
     ).validate()
-    list_warc_files(args.paths)
+    list_inputs(args.paths, args.output)
     spark = build_session(session, app_name="neardup-ingest")
     try:
         summary = ingest(

@@ -1,13 +1,15 @@
 """The ingest as a Spark job: WARC/WET files -> the Parquet corpus ``neardup dedupe`` reads.
 
-``neardup ingest WARC_PATHS... OUTPUT`` (or ``spark-submit jobs/ingest_warc.py``) writes::
+``neardup ingest WARC_PATHS... OUTPUT`` (or ``spark-submit jobs/ingest_warc.py``) writes the
+corpus itself at OUTPUT::
 
-    OUTPUT/corpus/       Parquet, one row per document: the dedupe job's input
-    OUTPUT/skipped/      Parquet, one row per record that is not a document, with the reason
-    OUTPUT/summary.json  counts: records by type, documents, skipped by reason, charsets, ...
-    OUTPUT/_SUCCESS      written last
+    OUTPUT/part-*.parquet  one row per document: the dedupe job's input
+    OUTPUT/_skipped/       Parquet, one row per record that is not a document, with the reason
+    OUTPUT/_summary.json   counts: records by type, documents, skipped by reason, charsets, ...
+    OUTPUT/_SUCCESS        written last
 
-then ``neardup dedupe OUTPUT/corpus DEDUPED``. Like a dedupe run, the job writes under
+then ``neardup dedupe OUTPUT DEDUPED`` (readers skip ``_*`` names). Like a dedupe run, the job
+writes under
 ``OUTPUT/_staging/RUN_ID/`` and commits at the end (:class:`~neardup_spark.io.output.OutputDir`),
 so an ingest killed at any point leaves a previous finished OUTPUT as it was. The output may be
 any path Spark writes.
@@ -54,14 +56,18 @@ from neardup_spark.ingest.schema import (
     SKIPPED_COLUMNS,
 )
 from neardup_spark.ingest.warc import WarcFile, list_warc_files, read_files
+from neardup_spark.io.corpus import check_paths_apart
 from neardup_spark.io.output import OutputDir, OutputLayout
 
 log = logging.getLogger(__name__)
 
+# Staged, then moved into OUTPUT itself: OUTPUT is the corpus.
 CORPUS_DIR = "corpus"
-SKIPPED_DIR = "skipped"
-SUMMARY_FILE = "summary.json"
-INGEST_LAYOUT = OutputLayout(committed=(CORPUS_DIR, SKIPPED_DIR, SUMMARY_FILE), kind="ingest")
+SKIPPED_DIR = "_skipped"
+SUMMARY_FILE = "_summary.json"
+INGEST_LAYOUT = OutputLayout(
+    committed=(SKIPPED_DIR, SUMMARY_FILE), kind="ingest", data_dir=CORPUS_DIR
+)
 # Above this many repeated ids the join that marks them is not broadcast.
 BROADCAST_MAX_IDS = 1_000_000
 # The summary lists at most this many file errors and values per count.
@@ -189,7 +195,8 @@ def file_errors(records: DataFrame) -> list[dict[str, Any]]:
 
 
 def write_tables(records: DataFrame, staged: OutputDir) -> None:
-    """Write the documents to ``corpus/`` and everything else to ``skipped/`` under ``staged``."""
+    """Write the documents to ``corpus/`` (moved into OUTPUT by the commit) and everything else
+    to ``_skipped/`` under ``staged``."""
     documents = records.where(F.col("skip_reason").isNull()).select(*CORPUS_COLUMNS)
     documents.write.parquet(staged.child(CORPUS_DIR))
     skipped = records.where(F.col("skip_reason").isNotNull()).select(*SKIPPED_COLUMNS)
@@ -213,7 +220,7 @@ def build_summary(
     out: OutputDir,
     wall: float,
 ) -> dict[str, Any]:
-    """What ``summary.json`` holds (and :func:`ingest` returns)."""
+    """What ``_summary.json`` holds (and :func:`ingest` returns)."""
     records = sum(tally.records_by_type.values())
     return {
         "neardup_spark_version": __version__,
@@ -244,7 +251,7 @@ def build_summary(
         },
         "payload_bytes": tally.raw_bytes,
         "text_bytes": tally.text_bytes,
-        "output": {"corpus": out.child(CORPUS_DIR), "skipped": out.child(SKIPPED_DIR)},
+        "output": {"corpus": out.path, "skipped": out.child(SKIPPED_DIR)},
         "spark": {"version": spark.version, "master": spark.sparkContext.master},
         "wall_seconds": round(wall, 3),
         "files_per_second": _per_second(len(files), wall, 2),
@@ -253,11 +260,12 @@ def build_summary(
 
 
 def list_inputs(paths: Sequence[str], output: str) -> list[WarcFile]:
-    """The files to read; :class:`UserError` for no path, a missing one, or OUTPUT among them."""
+    """The files to read; :class:`UserError` for no path, a missing one, or OUTPUT inside an
+    input path (or one inside OUTPUT)."""
     if not paths:
         raise UserError("give at least one WARC or WET path")
-    if output.rstrip("/") in {p.rstrip("/") for p in paths}:
-        raise UserError("the output path must differ from the input paths")
+    for path in paths:
+        check_paths_apart({"input": path, "output": output})
     return list_warc_files(paths)
 
 
@@ -279,7 +287,7 @@ def ingest(
 ) -> dict[str, Any]:
     """Read WARC/WET ``paths`` with Spark and write ``output`` (see the module docstring).
 
-    Returns the summary (also written to ``OUTPUT/summary.json``). Raises :class:`UserError`
+    Returns the summary (also written to ``OUTPUT/_summary.json``). Raises :class:`UserError`
     for bad options, missing inputs, an OUTPUT that is a file or holds foreign entries, or an
     existing finished OUTPUT without ``overwrite``.
     """

@@ -1,14 +1,19 @@
 """Reading the corpus and checking it: columns, types, ids, unreadable files.
 
+A corpus is a path (a file, a directory or a glob) in one of the formats of
+:mod:`neardup_spark.io.formats`, or a table of the session's catalog (:class:`CorpusSource`).
 Paths go through Hadoop's FileSystem API, so local paths, ``file://``, ``hdfs://`` and object
 stores (with their connector on the classpath) all work the same way.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import logging
+import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -20,11 +25,54 @@ from pyspark.sql import types as T
 from neardup_spark.columns import DOC_ID, TEXT
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import hadoop_filesystem
+from neardup_spark.io.formats import (
+    check_format,
+    format_reader,
+    guess_format,
+    without_malformed,
+    zstd_needs_newer_spark,
+)
 
 log = logging.getLogger(__name__)
 
 ID_TYPES = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 MAX_IDS_IN_MESSAGE = 5
+# Column types a keep policy (--prefer) cannot order by.
+UNORDERED_TYPES = (T.ArrayType, T.MapType, T.StructType, T.BinaryType)
+# Hadoop glob characters: a path holding one is a pattern.
+GLOB_CHARS = "*?[{"
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """Where the corpus is: a ``path`` (file, directory or glob) in ``format`` (``None``: told
+    by the file names), or a ``table`` of the session's catalog."""
+
+    path: str | None = None
+    table: str | None = None
+    format: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.path is None and self.table is None:
+            raise UserError("give the input: a path (INPUT) or --input-table NAME")
+        if self.path is not None and self.table is not None:
+            raise UserError("give the input as a path (INPUT) or as --input-table NAME, not both")
+        if self.table is not None and self.format is not None:
+            raise UserError("--input-format applies to an input path, not to --input-table")
+        check_format(self.format)
+
+    @classmethod
+    def of(cls, source: str | CorpusSource) -> CorpusSource:
+        return source if isinstance(source, CorpusSource) else cls(path=source)
+
+    @property
+    def shown(self) -> str:
+        """The source as messages and reports name it."""
+        return self.path if self.path is not None else f"table {self.table}"
+
+
+def has_glob(path: str) -> bool:
+    return any(c in path for c in GLOB_CHARS)
 
 
 def _read_parquet(spark: SparkSession, paths: list[str], shown: str) -> DataFrame:
@@ -42,60 +90,143 @@ def _read_parquet(spark: SparkSession, paths: list[str], shown: str) -> DataFram
         raise UserError(f"cannot read {shown} as Parquet: {first}") from None
 
 
-def _footer_problem(path: str) -> str | None:
-    """Why a Parquet footer cannot be read (``None`` if it can, or if the path is not local)."""
+def _footer_problem(path: str, fmt: str = "parquet") -> str | None:
+    """Why a Parquet or ORC footer cannot be read (``None`` if it can, or if the path is not
+    local)."""
     local = path[len("file:") :] if path.startswith("file:") else path
     if "://" in local or not local.startswith("/"):
         return None  # object stores and HDFS: left to Spark's own reader
     try:
-        pq.read_metadata(local)
+        if fmt == "orc":
+            import pyarrow.orc as orc
+
+            orc.ORCFile(local)
+        else:
+            import pyarrow.parquet as pq
+
+            pq.read_metadata(local)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     return None
 
 
-def unreadable_files(files: list[str]) -> list[tuple[str, str]]:
-    """Local files whose Parquet footer cannot be read, with the reason.
+def unreadable_files(files: list[str], fmt: str = "parquet") -> list[tuple[str, str]]:
+    """Local files whose Parquet (or ORC) footer cannot be read, with the reason.
 
     Footers are read on the driver (a few milliseconds each, threads for many files): no Spark
     job, so small runs do not pay for one.
     """
     with ThreadPoolExecutor(max_workers=8) as pool:
-        problems = list(pool.map(_footer_problem, files))
+        problems = list(pool.map(lambda f: _footer_problem(f, fmt), files))
     return sorted((f, why) for f, why in zip(files, problems, strict=True) if why is not None)
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith(("_", "."))
+
+
+def _files_under(fs: Any, status: Any) -> list[str]:
+    """A file, or the files of a directory tree, skipping ``_*`` and ``.*`` names as Spark does."""
+    if not status.isDirectory():
+        return [str(status.getPath().toString())]
+    top = str(status.getPath().toString())
+    files = []
+    entries = fs.listFiles(status.getPath(), True)
+    while entries.hasNext():
+        name = str(entries.next().getPath().toString())
+        if not any(_hidden(part) for part in name[len(top) :].split("/") if part):
+            files.append(name)
+    return files
 
 
 def list_data_files(spark: SparkSession, path: str) -> tuple[list[str], bool]:
     """The data files Spark would read under ``path`` (skipping ``_*`` and ``.*`` names, as
-    Spark does): ``(files, path is a directory)``. A missing path is a :class:`UserError`."""
+    Spark does; a glob's matches, directories read whole): ``(files, path is a directory)``.
+    A missing path, or a glob matching nothing, is a :class:`UserError`."""
     fs, root = hadoop_filesystem(spark, path)
+    if has_glob(path):
+        matches = [s for s in fs.globStatus(root) or [] if not _hidden(s.getPath().getName())]
+        if not matches:
+            raise UserError(f"input not found: nothing matches {path}")
+        return sorted({f for status in matches for f in _files_under(fs, status)}), False
     if not fs.exists(root):
         raise UserError(f"input not found: {path}")
-    if not fs.getFileStatus(root).isDirectory():
-        return [str(fs.makeQualified(root).toString())], False
-    files = []
-    entries = fs.listFiles(root, True)
-    while entries.hasNext():
-        status = entries.next()
-        relative = status.getPath().toString()[len(fs.makeQualified(root).toString()) :]
-        if any(part.startswith(("_", ".")) for part in relative.split("/") if part):
-            continue
-        files.append(str(status.getPath().toString()))
-    return sorted(files), True
+    status = fs.getFileStatus(fs.makeQualified(root))
+    return sorted(_files_under(fs, status)), bool(status.isDirectory())
 
 
 def read_corpus(
-    spark: SparkSession, path: str, skip_corrupt: bool = False
-) -> tuple[DataFrame, list[dict[str, str]]]:
-    """Read a Parquet file or directory: ``(DataFrame, skipped files)``.
+    spark: SparkSession, source: str | CorpusSource, skip_corrupt: bool = False
+) -> tuple[DataFrame, list[dict[str, Any]]]:
+    """Read the corpus (a path, or a :class:`CorpusSource`): ``(DataFrame, skipped)``.
 
-    A missing path, a directory without Parquet files, or a file whose footer cannot be read is
-    a :class:`UserError` naming it; with ``skip_corrupt`` unreadable files are left out instead
-    and returned (path and reason) for the report.
+    A missing path, a directory without data files, a file whose footer cannot be read, a
+    malformed JSON or CSV record are :class:`UserError`\\ s naming them; with ``skip_corrupt``
+    they are left out instead and returned (path and reason, records) for the report.
     """
+    source = CorpusSource.of(source)
+    if source.table is not None:
+        return read_table(spark, source.table), []
+    path = str(source.path)
     files, is_dir = list_data_files(spark, path)
     if not files:
-        raise UserError(f"no Parquet files found under {path}")
+        raise UserError(f"no data files found under {path}")
+    fmt = source.format or guess_format(files, path)
+    if fmt != "parquet":
+        return read_other_format(spark, path, fmt, files, skip_corrupt)
+    return read_parquet_files(spark, path, files, is_dir, skip_corrupt)
+
+
+def read_table(spark: SparkSession, name: str) -> DataFrame:
+    """A table (or view) of the session's catalog."""
+    try:
+        return spark.table(name)
+    except AnalysisException as exc:
+        raise UserError(f"cannot read table {name}: {str(exc).splitlines()[0]}") from None
+
+
+def read_other_format(
+    spark: SparkSession, path: str, fmt: str, files: list[str], skip_corrupt: bool
+) -> tuple[DataFrame, list[dict[str, Any]]]:
+    """Read JSON lines, ORC or CSV (:mod:`neardup_spark.io.formats`) with the checks Parquet
+    gets: unreadable files (ORC footers; JSON and CSV files while Spark infers their schema,
+    which reads them all) and malformed records."""
+    zstd = zstd_needs_newer_spark(spark, files)
+    if zstd is not None:
+        raise UserError(
+            f"{zstd} is zstd-compressed, which Spark {spark.version} cannot read (Spark 4.1 and "
+            "newer can); decompress it (zstd -d) or recompress it with gzip"
+        )
+    bad = unreadable_files(files, fmt) if fmt == "orc" else []
+    if bad and not skip_corrupt:
+        listed = "; ".join(f"{p} ({why})" for p, why in bad[:MAX_IDS_IN_MESSAGE])
+        raise UserError(
+            f"{len(bad)} unreadable ORC file(s) under {path}: {listed}. "
+            "Fix or remove them, or pass --skip-corrupt to go on without them."
+        )
+    skipped: list[dict[str, Any]] = [{"path": p, "error": why} for p, why in bad]
+    good = [f for f in files if f not in {p for p, _ in bad}] if bad else [path]
+    if not good:
+        raise UserError(f"every ORC file under {path} is unreadable")
+    try:
+        df = format_reader(spark, fmt, skip_corrupt).load(good)
+    except Exception as exc:  # a file Spark cannot read, met while inferring the schema
+        text = str(exc).strip()
+        first = text.splitlines()[0][:300] if text else type(exc).__name__
+        raise UserError(
+            f"cannot read {path} as {fmt}: {first}. Fix or remove the file, or pass "
+            "--skip-corrupt to go on without it."
+        ) from None
+    df, n_malformed = without_malformed(df, skip_corrupt, path)
+    if n_malformed:
+        skipped.append({"path": path, "error": "malformed records", "records": n_malformed})
+    return df, skipped
+
+
+def read_parquet_files(
+    spark: SparkSession, path: str, files: list[str], is_dir: bool, skip_corrupt: bool
+) -> tuple[DataFrame, list[dict[str, Any]]]:
+    """Read Parquet ``files`` (all of ``path``), checking every footer first."""
     bad = unreadable_files(files)
     if not bad:
         return _read_parquet(spark, [path], path), []
@@ -168,6 +299,27 @@ def check_ids(df: DataFrame, id_col: str) -> None:
     raise UserError(f"ids in column {id_col!r} are not unique: {shown}{more}")
 
 
+def preference_table(
+    df: DataFrame, id_col: str, preference: tuple[tuple[str, bool], ...]
+) -> tuple[DataFrame, list[tuple[str, bool]]]:
+    """Input rows -> ``doc_id`` and the keep policy's columns (renamed ``prefer_0``, ...), and
+    the keys as named there; a missing or unorderable column is a :class:`UserError`."""
+    present = ", ".join(f"{f.name} ({f.dataType.simpleString()})" for f in df.schema.fields)
+    for name, _ in preference:
+        if name not in df.columns:
+            raise UserError(
+                f"--prefer: no column {name!r} in the input; columns present: {present}"
+            )
+        if isinstance(df.schema[name].dataType, UNORDERED_TYPES):
+            raise UserError(
+                f"--prefer: column {name!r} has type {df.schema[name].dataType.simpleString()}; "
+                "choose numbers, strings, dates, timestamps or booleans"
+            )
+    keys = [(f"prefer_{i}", desc) for i, (_, desc) in enumerate(preference)]
+    columns = [F.col(name).alias(key) for (name, _), (key, _) in zip(preference, keys, strict=True)]
+    return df.select(F.col(id_col).alias(DOC_ID), *columns), keys
+
+
 def as_documents(df: DataFrame, id_col: str, text_col: str) -> DataFrame:
     """Input rows -> ``doc_id``, ``text`` (the stages' input)."""
     return df.select(F.col(id_col).alias(DOC_ID), F.col(text_col).alias(TEXT))
@@ -203,15 +355,33 @@ def input_files(spark: SparkSession, path: str) -> list[dict[str, Any]]:
     return out
 
 
+def comparable_path(path: str) -> str:
+    """``path`` in a form two paths can be compared in: local paths (plain or ``file:``)
+    absolute, no trailing ``/``; URIs as given."""
+    if path.startswith("file:"):
+        path = path[len("file:") :]
+        path = "/" + path.lstrip("/") if path.startswith("//") else path
+    if "://" not in path:
+        path = os.path.abspath(os.path.expanduser(path))
+    return path.rstrip("/") or "/"
+
+
+def _may_read_under(pattern: str, path: str) -> bool:
+    """A run reading ``pattern`` (a path or a glob; a matched directory is read whole) may read
+    a file at or under ``path``."""
+    wanted, given = comparable_path(pattern).split("/"), comparable_path(path).split("/")
+    if given == [""]:  # path is "/": everything is under it
+        return True
+    return all(fnmatch.fnmatchcase(g, w) for w, g in zip(wanted, given, strict=False))
+
+
 def check_paths_apart(names: dict[str, str]) -> None:
-    """Refuse (:class:`UserError`) paths of which one is, or lies inside, another: e.g. an
-    OUTPUT inside INPUT would be read as input by the next run. ``names``: role -> path."""
-    trimmed = {k: v.rstrip("/") for k, v in names.items()}
+    """Refuse (:class:`UserError`) paths of which one is, or lies inside, another (globs
+    included: what they may match): e.g. an OUTPUT inside INPUT would be read as input by the
+    next run, an INPUT inside OUTPUT deleted by the commit. ``names``: role -> path."""
     for a in names:
         for b in names:
             if a < b and (
-                trimmed[a] == trimmed[b]
-                or trimmed[a].startswith(trimmed[b] + "/")
-                or trimmed[b].startswith(trimmed[a] + "/")
+                _may_read_under(names[a], names[b]) or _may_read_under(names[b], names[a])
             ):
                 raise UserError(f"the {a} and {b} paths must not overlap ({names[a]}, {names[b]})")

@@ -26,6 +26,8 @@ REPORT_FILE = "report.json"
 CHECKPOINT_DIR = "_checkpoints"
 STAGING_DIR = "_staging"
 MANIFEST_FILE = "manifest.json"
+# How Spark names the data files it writes.
+DATA_FILE_PREFIX = "part-"
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,14 @@ class OutputLayout:
     extra: tuple[str, ...] = ()
     # The kind of run, for messages ("run", "ingest").
     kind: str = "run"
+    # A staged directory of Parquet files (Spark's ``part-*``) that a commit moves into OUTPUT
+    # itself, replacing OUTPUT's own: OUTPUT is then a dataset Spark reads (ingest's corpus;
+    # everything else such a layout commits is named ``_*``, which readers skip).
+    data_dir: str | None = None
+
+    def is_data_file(self, name: str) -> bool:
+        """A file of the dataset at OUTPUT (``part-*``) in a layout with a ``data_dir``."""
+        return self.data_dir is not None and name.startswith(DATA_FILE_PREFIX)
 
     @property
     def known_entries(self) -> frozenset[str]:
@@ -99,7 +109,11 @@ class OutputDir:
         """
         if self.exists() and not self._fs.getFileStatus(self._root).isDirectory():
             raise UserError(f"output {self.path} exists and is a file")
-        foreign = sorted(set(self.entries()) - self.layout.known_entries)
+        foreign = sorted(
+            e
+            for e in set(self.entries()) - self.layout.known_entries
+            if not self.layout.is_data_file(e)
+        )
         if foreign:
             raise UserError(
                 f"output {self.path} exists and holds files this job did not write "
@@ -114,6 +128,10 @@ class OutputDir:
             if self.exists(stale):
                 log.info("removing %s left by an unfinished run", self.child(stale))
                 self.delete(stale)
+
+    def child_dir(self, name: str) -> OutputDir:
+        """A directory inside this one, with the same layout (for listing it)."""
+        return OutputDir(self._spark, self.child(name), self.layout)
 
     def staging(self, run_id: str) -> OutputDir:
         """The directory a run writes into before :meth:`commit`."""
@@ -132,11 +150,19 @@ class OutputDir:
         for name in (*self.layout.committed, MANIFEST_FILE, *self.layout.extra):
             if self.exists(name):
                 self.delete(name)
+        for name in self.entries():  # the previous dataset's files
+            if self.layout.is_data_file(name):
+                self.delete(name)
         if on_cleared is not None:  # the previous entries are gone, the new ones not yet in
             on_cleared()
         for name in self.layout.committed:
             if staged.exists(name):
                 self._fs.rename(staged._path(name), self._path(name))
+        data_dir = self.layout.data_dir
+        if data_dir is not None and staged.exists(data_dir):
+            for name in staged.child_dir(data_dir).entries():
+                if self.layout.is_data_file(name):  # not Spark's own _SUCCESS
+                    self._fs.rename(staged._path(f"{data_dir}/{name}"), self._path(name))
         if manifest is not None:
             self.write_json(MANIFEST_FILE, manifest)
         self.mark_success()

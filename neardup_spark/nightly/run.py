@@ -79,7 +79,13 @@ from pyspark.sql import types as T
 from neardup_spark import __version__
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.errors import UserError
-from neardup_spark.io.corpus import check_columns, check_paths_apart, input_files, read_corpus
+from neardup_spark.io.corpus import (
+    CorpusSource,
+    check_columns,
+    check_paths_apart,
+    input_files,
+    read_corpus,
+)
 from neardup_spark.io.filesystem import join
 from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.nightly.driver_run import index_on_driver
@@ -110,6 +116,12 @@ def check_incremental_config(config: DedupeConfig) -> DedupeConfig:
         raise UserError(
             "--index keeps cluster ids stable with the smallest_id representative rule only "
             f"(got representative={config.representative!r})"
+        )
+    if config.prefer is not None:
+        raise UserError(
+            "--index keeps cluster ids stable with the smallest_id representative rule only; "
+            "--prefer is not supported with --index (choose the kept copies from clusters/ "
+            "with your columns, or run without --index)"
         )
     if config.exact_compare_text:
         raise UserError(
@@ -152,7 +164,7 @@ def open_index(
 
 def run_incremental(
     spark: SparkSession,
-    new_input: str,
+    new_input: str | CorpusSource,
     output: str,
     index_dir: str,
     config: DedupeConfig,
@@ -175,13 +187,16 @@ def run_incremental(
     """
     started, timer = time.perf_counter(), StageTimer()
     check_incremental_config(config)
-    check_paths_apart({"input": new_input, "output": output, "index": index_dir})
+    source = CorpusSource.of(new_input)
+    if source.path is None:
+        raise UserError("a nightly run reads an input path (its files identify the batch)")
+    check_paths_apart({"input": source.path, "output": output, "index": index_dir})
     index = open_index(spark, index_dir, config, buckets)
     out = OutputDir(spark, output)
     with timer.stage("read"):
-        df, skipped = read_corpus(spark, new_input, config.skip_corrupt)
+        df, skipped = read_corpus(spark, source, config.skip_corrupt)
         check_columns(df, config.id_col, config.text_col)
-        inputs = input_files(spark, new_input)
+        inputs = input_files(spark, source.path)
         run_id = make_run_id(inputs, config)
     id_type = "string" if isinstance(df.schema[config.id_col].dataType, T.StringType) else "bigint"
     index.check_id_type(id_type)

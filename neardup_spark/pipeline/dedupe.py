@@ -15,8 +15,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from neardup_spark import __version__
 from neardup_spark.config import DedupeConfig, SessionSettings
-from neardup_spark.errors import UserError
-from neardup_spark.io.corpus import as_documents, check_columns, read_corpus
+from neardup_spark.io.corpus import (
+    CorpusSource,
+    as_documents,
+    check_columns,
+    check_paths_apart,
+    preference_table,
+    read_corpus,
+)
 from neardup_spark.io.output import CHECKPOINT_DIR, REPORT_FILE, OutputDir
 from neardup_spark.pipeline.execution import (
     grouped_input,
@@ -69,10 +75,12 @@ def dedupe(
     connected components (a single task at most sizes, leaving the other cores free). Arrow
     batches have the session's size (``spark.sql.execution.arrow.maxRecordsPerBatch``).
 
+    ``config.prefer`` (a keep policy over input columns) chooses each cluster's representative.
     Raises :class:`UserError` for a missing column, a bad type, or null/duplicate ids.
     """
     timer = timer or StageTimer()
     check_columns(df, config.id_col, config.text_col)
+    ranking = preference_table(df, config.id_col, config.preference) if config.prefer else None
     df, parts = grouped_input(df)  # the per-document pass, verification and deduplicated/ read it
     features, counts = document_table(df, parts, config, timer)
     intermediates: list[DataFrame] = []  # released once the pairs are materialised
@@ -93,7 +101,14 @@ def dedupe(
     )
     try:
         members, rounds = cluster_members(
-            pairs, features, config, timer, counts, checkpoint or local_checkpoint, intermediates
+            pairs,
+            features,
+            config,
+            timer,
+            counts,
+            checkpoint or local_checkpoint,
+            intermediates,
+            ranking,
         )
     except BaseException:
         if pairs_written:  # a failed write cancelled the components: report the cause
@@ -111,13 +126,14 @@ def dedupe(
 
 def run(
     spark: SparkSession,
-    input_path: str,
+    input_path: str | CorpusSource,
     output_path: str,
     config: DedupeConfig,
     overwrite: bool = False,
     session: SessionSettings | None = None,
 ) -> dict[str, Any]:
-    """Read ``input_path``, dedupe, write the output contract under ``output_path``.
+    """Read ``input_path`` (a path Spark reads, or a :class:`CorpusSource`: a path in a given
+    format, or a table), dedupe, write the output contract under ``output_path``.
 
     Layout: ``clusters/``, ``pairs/``, ``deduplicated/`` (Parquet), ``report.json``, and
     ``_SUCCESS`` written last. ``session``, the settings the session was built with, goes into
@@ -125,15 +141,16 @@ def run(
     """
     started = time.perf_counter()
     timer = StageTimer()
-    if input_path.rstrip("/") == output_path.rstrip("/"):
-        raise UserError("the output path must differ from the input path")
+    source = CorpusSource.of(input_path)
+    if source.path is not None:
+        check_paths_apart({"input": source.path, "output": output_path})
     out = OutputDir(spark, output_path)
     out.prepare(overwrite)
     workers_started = start_python_workers(spark)
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
     staged = out.staging(run_id)
     with timer.stage("read"):
-        df, skipped_files = read_corpus(spark, input_path, config.skip_corrupt)
+        df, skipped_files = read_corpus(spark, source, config.skip_corrupt)
         check_columns(df, config.id_col, config.text_col)
     spark.sparkContext.setCheckpointDir(staged.child(CHECKPOINT_DIR))
     result = dedupe(
@@ -161,7 +178,7 @@ def run(
     report.update(
         {
             "run_id": run_id,
-            "input": input_path,
+            "input": source.shown,
             "output": output_path,
             "spark": {"version": spark.version, "master": spark.sparkContext.master},
             "skipped_files": skipped_files,
@@ -175,7 +192,7 @@ def run(
     manifest = {
         "run_id": run_id,
         "neardup_spark_version": __version__,
-        "input": input_path,
+        "input": source.shown,
         "input_files": out.file_listing([f for f in df.inputFiles() if f not in skipped]),
         "skipped_files": skipped_files,
         "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),

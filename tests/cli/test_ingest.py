@@ -92,7 +92,19 @@ def test_ingest_job_entry_point(small_warc, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"documents         {DOCUMENTS}" in done.stdout and "neardup dedupe" in done.stdout
     assert f"records           {DOCUMENTS + 2}" in done.stdout
-    assert len(ds.dataset(str(out / "corpus")).to_table()) == DOCUMENTS
+    assert len(ds.dataset(str(out)).to_table()) == DOCUMENTS
     again = job(*args)
     assert again.returncode == 2 and "already holds a finished ingest" in again.stderr
     assert "Traceback" not in again.stderr
+    # OUTPUT is the corpus: `neardup dedupe OUTPUT` reads it as it is.
+    dedupe = ["dedupe", str(out), str(tmp_path / "deduped"), "--master", "local[1]", "--no-report"]
+    deduped = subprocess.run(
+        [sys.executable, "-m", "neardup_spark", *dedupe],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        cwd=REPO,
+    )
+    assert deduped.returncode == 0, deduped.stderr[-3000:]
+    assert f"documents in      {DOCUMENTS}" in deduped.stdout

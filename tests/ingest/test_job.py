@@ -28,19 +28,17 @@ def read_parquet(path: Path) -> list[dict[str, Any]]:
 def ingested(spark, warc_inputs, tmp_path_factory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("ingest") / "out"
     summary = ingest(spark, [str(warc_inputs["first"]), str(warc_inputs["dir"])], str(out))
-    return {"out": out, "summary": summary, "rows": read_parquet(out / "corpus")}
+    return {"out": out, "summary": summary, "rows": read_parquet(out)}
 
 
 def test_ingest_writes_the_corpus_contract(ingested):
     out, rows = ingested["out"], ingested["rows"]
-    assert (out / "_SUCCESS").exists() and (out / "summary.json").exists()
-    assert sorted(p.name for p in out.iterdir() if not p.name.endswith(".crc")) == [
-        "_SUCCESS",
-        "corpus",
-        "skipped",
-        "summary.json",
-    ]  # committed: no staging directory left, no manifest (Hadoop's .crc files aside)
-    schema = ds.dataset(str(out / "corpus")).schema
+    assert (out / "_SUCCESS").exists() and (out / "_summary.json").exists()
+    names = sorted(p.name for p in out.iterdir() if not p.name.endswith(".crc"))
+    data = [n for n in names if n.startswith("part-") and n.endswith(".parquet")]
+    assert data and sorted(set(names) - set(data)) == ["_SUCCESS", "_skipped", "_summary.json"]
+    # committed: OUTPUT is the corpus; no staging directory left (Hadoop's .crc files aside)
+    schema = ds.dataset(str(out)).schema
     assert tuple(schema.names) == CORPUS_COLUMNS
     assert str(schema.field("http_status").type) == "int32"
     ids = [r["id"] for r in rows]
@@ -87,7 +85,7 @@ def test_ingest_texts(ingested):
 
 def test_ingest_summary_counts_everything(ingested):
     summary = ingested["summary"]
-    assert summary == json.loads((ingested["out"] / "summary.json").read_text())
+    assert summary == json.loads((ingested["out"] / "_summary.json").read_text())
     assert summary["files"] == 4
     assert summary["records_by_type"] == {
         "conversion": 1,
@@ -115,9 +113,9 @@ def test_ingest_summary_counts_everything(ingested):
     assert summary["decoding"]["replaced_chars"] == 2
     assert summary["documents_http_status"] == {"200": 7, "404": 1, "none": 1}
     out = str(ingested["out"])
-    assert summary["output"] == {"corpus": f"{out}/corpus", "skipped": f"{out}/skipped"}
-    # Every record is either a document or listed in skipped/ with its reason.
-    skipped = read_parquet(ingested["out"] / "skipped")
+    assert summary["output"] == {"corpus": out, "skipped": f"{out}/_skipped"}
+    # Every record is either a document or listed in _skipped/ with its reason.
+    skipped = read_parquet(ingested["out"] / "_skipped")
     reasons = sorted(r["skip_reason"] for r in skipped)
     assert len(skipped) == 16 - 9 + 1  # + the broken file's row
     assert reasons.count("duplicate_id") == 1 and reasons.count("record_type") == 3
@@ -125,10 +123,17 @@ def test_ingest_summary_counts_everything(ingested):
     assert dup["source_file"].endswith("b.warc")
 
 
+def test_dedupe_reads_the_ingested_output_as_its_input(spark, ingested, tmp_path):
+    report = run(spark, str(ingested["out"]), str(tmp_path / "deduped"), build_config())
+    assert report["counts"]["input_rows"] == ingested["summary"]["documents"] == 9
+    clusters = read_parquet(tmp_path / "deduped" / "clusters")
+    assert sorted(r["doc_id"] for r in clusters) == sorted(r["id"] for r in ingested["rows"])
+
+
 def test_extract_text_keeps_the_navigation(spark, warc_inputs, ingested, tmp_path):
     out = tmp_path / "text"
     summary = ingest(spark, [str(warc_inputs["first"])], str(out), extract="text")
-    rows = {r["id"]: r for r in read_parquet(out / "corpus")}
+    rows = {r["id"]: r for r in read_parquet(out)}
     assert "Subscribe" in rows["<urn:uuid:utf8>"]["text"]
     assert "stone bridge" in rows["<urn:uuid:utf8>"]["text"]
     assert summary["options"]["extract"] == "text" and summary["documents"] == 7
@@ -153,8 +158,13 @@ def test_inputs_are_checked_before_output_is_touched(spark, warc_inputs, tmp_pat
     with pytest.raises(UserError, match="at least one WARC"):
         ingest(spark, [], str(tmp_path / "out"))
     first = str(warc_inputs["first"])
-    with pytest.raises(UserError, match="must differ from the input"):
+    with pytest.raises(UserError, match="must not overlap"):
         ingest(spark, [first], first + "/")
+    directory = str(warc_inputs["dir"])
+    with pytest.raises(UserError, match="must not overlap"):  # OUTPUT inside an input
+        ingest(spark, [first, directory], directory + "/ingested")
+    with pytest.raises(UserError, match="must not overlap"):  # an input inside OUTPUT
+        ingest(spark, [directory], str(Path(directory).parent))
     with pytest.raises(UserError, match="input not found"):
         ingest(spark, [str(tmp_path / "nope.warc.gz")], str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
@@ -185,8 +195,8 @@ def test_a_failed_rerun_leaves_the_previous_output_intact(
 ):
     out = tmp_path / "out"
     ingest(spark, [str(warc_inputs["first"])], str(out))
-    corpus_before = sorted(r["id"] for r in read_parquet(out / "corpus"))
-    summary_before = (out / "summary.json").read_text()
+    corpus_before = sorted(r["id"] for r in read_parquet(out))
+    summary_before = (out / "_summary.json").read_text()
 
     def fail(*args: Any, **kwargs: Any) -> dict[str, Any]:
         raise RuntimeError("killed after staging")
@@ -197,15 +207,15 @@ def test_a_failed_rerun_leaves_the_previous_output_intact(
         ingest(spark, [str(warc_inputs["dir"])], str(out), overwrite=True)
     assert len(list((out / "_staging").glob("*/corpus/*.parquet"))) > 0  # it got that far
     assert (out / "_SUCCESS").exists()
-    assert (out / "summary.json").read_text() == summary_before
-    assert sorted(r["id"] for r in read_parquet(out / "corpus")) == corpus_before
+    assert (out / "_summary.json").read_text() == summary_before
+    assert sorted(r["id"] for r in read_parquet(out)) == corpus_before
     monkeypatch.undo()
 
     with pytest.raises(UserError, match="already holds a finished ingest"):
         ingest(spark, [str(warc_inputs["dir"])], str(out))
     again = ingest(spark, [str(warc_inputs["dir"])], str(out), overwrite=True)
     assert not (out / "_staging").exists()
-    corpus_after = sorted(r["id"] for r in read_parquet(out / "corpus"))
+    corpus_after = sorted(r["id"] for r in read_parquet(out))
     assert corpus_after != corpus_before and len(corpus_after) == again["documents"] == 3
 
 
@@ -221,11 +231,11 @@ def test_real_samples_then_dedupe(spark, tmp_path):
     assert summary["records_by_type"]["response"] == 169
     assert summary["documents"] >= 150
     assert summary["skipped_content_types"].get("application/pdf") == 6
-    corpus = read_parquet(out / "corpus")
+    corpus = read_parquet(out)
     assert len(corpus) == summary["documents"]
     assert sum(1 for r in corpus if len(r["text"].split()) >= 50) >= 100
 
-    report = run(spark, str(out / "corpus"), str(tmp_path / "deduped"), build_config())
+    report = run(spark, str(out), str(tmp_path / "deduped"), build_config())
     clusters = read_parquet(tmp_path / "deduped" / "clusters")
     assert report["counts"]["input_rows"] == len(corpus)
     assert sorted(r["doc_id"] for r in clusters) == sorted(r["id"] for r in corpus)

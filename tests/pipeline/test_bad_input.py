@@ -70,7 +70,7 @@ def test_binary_text_is_decoded_with_replacement(spark, tmp_path):
 def test_empty_directory_and_no_parquet(spark, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(UserError, match=r"no Parquet files found under .*empty"):
+    with pytest.raises(UserError, match=r"no data files found under .*empty"):
         run(spark, str(empty), str(tmp_path / "o1"), build_config())
     other = tmp_path / "other"
     other.mkdir()

@@ -1,0 +1,179 @@
+"""Input formats: which one a corpus is in (given, or told by its file names) and how Spark
+reads it. Outputs are always Parquet.
+
+* ``parquet``: ``*.parquet`` (Spark's ``part-*.snappy.parquet`` too);
+* ``json``: JSON lines, one object per line (``*.jsonl``, ``*.json``, ``*.ndjson``), plain or
+  compressed (``.gz``, ``.bz2``, ``.zst``/``.zstd``, ...: the codec comes from the file name, as
+  datatrove, Dolma and RedPajama write them). A malformed line is an input error (or, with
+  ``--skip-corrupt``, left out and counted);
+* ``orc``: ``*.orc``;
+* ``csv``: ``*.csv`` with a header row, RFC 4180 quoting (``""`` inside quotes; texts may span
+  lines), column types inferred (a numeric ``--prefer`` column stays numeric).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+
+from neardup_spark.errors import UserError
+
+INPUT_FORMATS = ("parquet", "json", "orc", "csv")
+# Name endings of compressed files, removed before the format's own ending is looked at.
+COMPRESSION_SUFFIXES = (
+    ".gz",
+    ".gzip",
+    ".bz2",
+    ".zst",
+    ".zstd",
+    ".deflate",
+    ".lz4",
+    ".snappy",
+    ".xz",
+)
+ZSTD_SUFFIXES = (".zst", ".zstd")
+FORMAT_SUFFIXES = {
+    ".parquet": "parquet",
+    ".parq": "parquet",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".orc": "orc",
+    ".csv": "csv",
+}
+# The column Spark puts a malformed JSON line or CSV record into.
+CORRUPT_RECORD = "_corrupt_record"
+# Files named in a message at most.
+MAX_FILES_IN_MESSAGE = 5
+
+
+def format_of(name: str) -> str | None:
+    """The format a file name says (``None`` if it says none).
+
+    >>> format_of("crawl/part-00000-1f.c000.snappy.parquet"), format_of("shard_0001.jsonl.zst")
+    ('parquet', 'json')
+    >>> format_of("part-00000") is None
+    True
+    """
+    base = name.rsplit("/", 1)[-1].lower()
+    stripped = True
+    while stripped:
+        stripped = False
+        for suffix in COMPRESSION_SUFFIXES:
+            if base.endswith(suffix) and len(base) > len(suffix):
+                base, stripped = base[: -len(suffix)], True
+    for suffix, fmt in FORMAT_SUFFIXES.items():
+        if base.endswith(suffix):
+            return fmt
+    return None
+
+
+def guess_format(files: list[str], shown: str) -> str:
+    """The one format ``files`` (the input's data files) are in, from their names; a
+    :class:`UserError` when a name says none or two formats are mixed."""
+    found: dict[str, list[str]] = {}
+    for name in files:
+        found.setdefault(format_of(name) or "?", []).append(name)
+    choose = f"pass --input-format {'|'.join(INPUT_FORMATS)}"
+    if "?" in found:
+        named = ", ".join(found["?"][:MAX_FILES_IN_MESSAGE])
+        raise UserError(
+            f"cannot tell the format of {shown} from its file names ({named}); {choose}"
+        )
+    if len(found) > 1:
+        kinds = "; ".join(f"{fmt}: {names[0]}" for fmt, names in sorted(found.items()))
+        raise UserError(f"{shown} mixes file formats ({kinds}); read one format at a time")
+    return next(iter(found)) if found else "parquet"
+
+
+def check_format(name: str | None) -> str | None:
+    if name is not None and name not in INPUT_FORMATS:
+        raise UserError(f"--input-format must be one of {', '.join(INPUT_FORMATS)}, got {name!r}")
+    return name
+
+
+def zstd_needs_newer_spark(spark: SparkSession, files: Iterable[str]) -> str | None:
+    """The first zstd-compressed file when this Spark cannot read it (None otherwise).
+
+    Spark before 4.1 reads compressed text through Hadoop's codecs, whose zstd codec needs a
+    native library the pip-installed Spark lacks; Spark 4.1 brought its own (SPARK-52482)."""
+    first = next((f for f in files if f.lower().endswith(ZSTD_SUFFIXES)), None)
+    if first is None:
+        return None
+    from py4j.java_gateway import JavaClass
+
+    jvm: Any = spark.sparkContext._jvm
+    reader = jvm.org.apache.spark.sql.execution.datasources.HadoopLineRecordReader
+    return None if isinstance(reader, JavaClass) else first
+
+
+@dataclass(frozen=True)
+class TextFormatRead:
+    """How one non-Parquet format is read: the reader's options, and whether malformed
+    records show up in :data:`CORRUPT_RECORD`."""
+
+    options: dict[str, str]
+    flags_malformed: bool
+
+
+READS = {
+    "json": TextFormatRead(
+        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}, flags_malformed=True
+    ),
+    "csv": TextFormatRead(
+        {
+            "header": "true",
+            "inferSchema": "true",
+            "multiLine": "true",
+            "escape": '"',
+            "mode": "PERMISSIVE",
+            "columnNameOfCorruptRecord": CORRUPT_RECORD,
+        },
+        flags_malformed=True,
+    ),
+    "orc": TextFormatRead({}, flags_malformed=False),
+}
+
+
+def format_reader(spark: SparkSession, fmt: str, skip_corrupt: bool) -> DataFrameReader:
+    """A reader of ``fmt`` (not Parquet) with its options; ``skip_corrupt`` also skips files
+    Spark cannot read to the end (``ignoreCorruptFiles``)."""
+    reader = spark.read.format(fmt).options(**READS[fmt].options)
+    if skip_corrupt:
+        reader = reader.option("ignoreCorruptFiles", "true")
+    return reader
+
+
+def without_malformed(df: DataFrame, skip: bool, shown: str) -> tuple[DataFrame, int]:
+    """``df`` without the records Spark could not parse (``_corrupt_record`` set), and their
+    number; a :class:`UserError` when there are some and ``skip`` is false. One job, only when
+    the inferred schema has the column (Spark adds it only when a record was malformed)."""
+    if CORRUPT_RECORD not in df.columns:
+        return df, 0
+    from pyspark.sql import functions as F
+
+    others = [c for c in df.columns if c != CORRUPT_RECORD]
+    if not others:
+        raise UserError(f"no record of {shown} could be parsed: is it really JSON lines / CSV?")
+    # Spark refuses a query on raw JSON/CSV files that reads only the corrupt-record column:
+    # this one reads another one too (its unused maximum).
+    found = (
+        df.where(F.col(CORRUPT_RECORD).isNotNull())
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min(CORRUPT_RECORD).alias("first"),
+            F.max(F.col(others[0]).isNull()).alias("read_too"),
+        )
+        .first()
+    )
+    n_bad = int(found["n"]) if found else 0
+    if n_bad and not skip:
+        sample = str(found["first"] if found else "")[:80]
+        raise UserError(
+            f"{n_bad} malformed record(s) in {shown} (the first: {sample!r}); fix them, or pass "
+            "--skip-corrupt to leave them out (counted in report.json)"
+        )
+    return df.where(F.col(CORRUPT_RECORD).isNull()).drop(CORRUPT_RECORD), n_bad
