@@ -35,6 +35,24 @@ SIMHASH_FEATURES = ("words", "shingles")
 SIMHASH_HASHES = ("mmh3", "md5")
 SIMHASH_WEIGHTINGS = ("count", "binary")
 REPRESENTATIVE_RULES = ("smallest_id", "longest_text")
+SORT_WAYS = ("asc", "desc")
+
+
+def parse_prefer(text: str) -> tuple[tuple[str, bool], ...]:
+    """``--prefer "COL [asc|desc][, COL ...]"`` -> ``((column, descending), ...)``.
+
+    >>> parse_prefer("quality desc, fetch_date")
+    (('quality', True), ('fetch_date', False))
+    """
+    keys = []
+    for part in text.split(","):
+        words = part.split()
+        if not words or len(words) > 2 or (len(words) == 2 and words[1].lower() not in SORT_WAYS):
+            raise UserError(
+                f'prefer takes "COLUMN [asc|desc][, COLUMN [asc|desc] ...]", got {text!r}'
+            )
+        keys.append((words[0], len(words) == 2 and words[1].lower() == "desc"))
+    return tuple(keys)
 
 
 @dataclass(frozen=True)
@@ -77,6 +95,9 @@ class DedupeConfig:
     simhash_hash: str = "mmh3"
     simhash_weighting: str = "binary"
     representative: str = "smallest_id"
+    # Keep policy: each cluster's representative is its first document ordered by these input
+    # columns ("quality desc, fetch_date"), nulls last, ties to the smallest id.
+    prefer: str | None = None
     # LSH buckets up to this size emit all their pairs; larger ones a star from their smallest
     # id, so candidate edges stay linear in the bucket size.
     bucket_all_pairs_max: int = 10
@@ -117,6 +138,8 @@ class DedupeConfig:
                 f"representative must be one of {', '.join(REPRESENTATIVE_RULES)}, "
                 f"got {self.representative!r}"
             )
+        if self.prefer is not None and self.representative != "smallest_id":
+            raise UserError("give --prefer or --representative longest_text, not both")
         for name, allowed in (
             ("shingle_unit", SHINGLE_UNITS),
             ("simhash_features", SIMHASH_FEATURES),
@@ -155,6 +178,13 @@ class DedupeConfig:
             raise UserError("bucket_all_pairs_max must be >= 2")
         if not self.id_col or not self.text_col:
             raise UserError("id_col and text_col must be non-empty column names")
+        if self.prefer is not None and not (isinstance(self.prefer, str) and self.preference):
+            raise UserError(f'prefer must be text like "quality desc", got {self.prefer!r}')
+
+    @property
+    def preference(self) -> tuple[tuple[str, bool], ...]:
+        """``prefer`` parsed: ``((column, descending), ...)``; empty without a keep policy."""
+        return parse_prefer(self.prefer) if self.prefer is not None else ()
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as plain data, with the banding in use as ``bands`` and ``rows``."""

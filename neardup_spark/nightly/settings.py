@@ -30,6 +30,7 @@ NEUTRAL_SETTINGS = frozenset(
         "simhash_features",
         "simhash_hash",
         "simhash_weighting",
+        "prefer",  # refused with --index (nightly/run.py): the index's ids stay smallest_id's
     }
 )
 

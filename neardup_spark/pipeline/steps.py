@@ -37,6 +37,7 @@ from neardup_spark.stages.clusters import (
     cluster_table,
     exact_pairs,
     minhash_pairs,
+    preferred_representatives,
     representatives,
     simhash_pairs,
 )
@@ -79,6 +80,7 @@ def document_table(
         raise
     with timer.stage("check_ids"):
         wait_for_id_check()
+    timer.documents = counts["input_rows"]
     return features, counts
 
 
@@ -172,9 +174,12 @@ def cluster_members(
     counts: dict[str, int],
     checkpoint: Callable[[DataFrame], DataFrame],
     intermediates: list[DataFrame],
+    ranking: tuple[DataFrame, list[tuple[str, bool]]] | None = None,
 ) -> tuple[DataFrame, int]:
     """Connected components of the verified pairs -> each clustered document's representative
-    (``doc_id``, ``cluster_id``; persisted) and the distributed rounds taken (0: one task)."""
+    (``doc_id``, ``cluster_id``; persisted) and the distributed rounds taken (0: one task).
+    ``ranking``: the keep policy's table and keys (:func:`~neardup_spark.io.corpus.
+    preference_table`), which then chooses the representatives."""
     with timer.stage("components") as counted:
         labels, rounds = connected_components(
             pairs.select(DOC_A, DOC_B),
@@ -182,10 +187,15 @@ def cluster_members(
             n_edges=counts["verified_pairs"],
             single_task_max_edges=config.components_single_task_max_edges,
         )
-        if rounds == 0 and config.representative != "smallest_id":
+        if rounds == 0 and (config.representative != "smallest_id" or ranking is not None):
             labels = labels.persist()  # read twice: the single task would run twice
             intermediates.append(labels)
-        members = labels.transform(representatives(config.representative, features)).persist()
+        if ranking is not None:
+            small = 2 * counts["verified_pairs"] <= BROADCAST_MAX_ROWS
+            rule = preferred_representatives(ranking[1], ranking[0], small)
+        else:
+            rule = representatives(config.representative, features)
+        members = labels.transform(rule).persist()
         removed = counted["removed"] = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
         counted["rows"] = counts["verified_pairs"]
     counts["removed"] = int(removed)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -49,6 +49,29 @@ def representatives(rule: str, lengths: DataFrame) -> Callable[[DataFrame], Data
                 "id"
             ].alias(CLUSTER_ID)
         )
+        return labels.join(best, COMPONENT).select(DOC_ID, CLUSTER_ID)
+
+    return transform
+
+
+def preferred_representatives(
+    keys: Sequence[tuple[str, bool]], ranking: DataFrame, broadcast_labels: bool
+) -> Callable[[DataFrame], DataFrame]:
+    """Component labels -> each member's representative by a keep policy: the member first in
+    the order of ``keys`` (``(column of ranking, descending)``), nulls last whatever the
+    direction, ties to the smallest id; deterministic whatever the partitioning.
+
+    Input columns: ``doc_id``, ``component``; ``ranking`` gives ``doc_id`` and the key columns
+    (every document; ``broadcast_labels``: the labels are small enough to be broadcast to it).
+    Output columns: ``doc_id``, ``cluster_id``.
+    """
+    order = [F.col(c).desc_nulls_last() if desc else F.col(c).asc_nulls_last() for c, desc in keys]
+    first = Window.partitionBy(COMPONENT).orderBy(*order, F.col(DOC_ID).asc())
+
+    def transform(labels: DataFrame) -> DataFrame:
+        small = F.broadcast(labels) if broadcast_labels else labels
+        ranked = ranking.join(small, DOC_ID).withColumn("_place", F.row_number().over(first))
+        best = ranked.where(F.col("_place") == 1).select(COMPONENT, F.col(DOC_ID).alias(CLUSTER_ID))
         return labels.join(best, COMPONENT).select(DOC_ID, CLUSTER_ID)
 
     return transform
