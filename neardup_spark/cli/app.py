@@ -27,6 +27,7 @@ from neardup_spark.cli import (
 )
 from neardup_spark.cli.options import CliParser
 from neardup_spark.errors import EXIT_FAILURE, EXIT_USER_ERROR, UserError
+from neardup_spark.runtime import console
 
 log = logging.getLogger("neardup_spark")
 
@@ -48,7 +49,9 @@ SUBCOMMANDS = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = CliParser(prog="neardup", description="Near-duplicate detection on Spark.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log each stage")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log each step, and Spark's own console"
+    )
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=CliParser, metavar="COMMAND"
     )
@@ -73,6 +76,8 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
 
 
 def configure_logging(verbose: bool) -> None:
+    """Our log lines on stderr; Spark's console quiet unless ``verbose``."""
+    console.configure(verbose)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

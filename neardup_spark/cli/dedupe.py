@@ -14,8 +14,12 @@ from neardup_spark.cli.options import (
     add_settings_options,
     settings_from_args,
 )
+from neardup_spark.cli.progress import StageProgress
 from neardup_spark.config import REPRESENTATIVE_RULES, JobSettings
 from neardup_spark.errors import EXIT_OK, UserError
+from neardup_spark.extras import install_hint, missing_modules
+from neardup_spark.io.corpus import CorpusSource, check_paths_apart
+from neardup_spark.io.formats import INPUT_FORMATS
 from neardup_spark.nightly.run import check_incremental_config, run_incremental
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.report.html import write_report
@@ -26,10 +30,26 @@ log = logging.getLogger(__name__)
 
 def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
     """The options of ``neardup dedupe`` and ``jobs/dedupe.py``."""
-    parser.add_argument("input", help="Parquet file or directory (any path Spark reads)")
+    parser.add_argument(
+        "input",
+        nargs="?",
+        help="the corpus: a file, directory or glob (any path Spark reads) in Parquet, JSON "
+        "lines, ORC or CSV; or give --input-table",
+    )
     parser.add_argument(
         "output",
         help="output directory (clusters/, pairs/, deduplicated/, report.json)",
+    )
+    parser.add_argument(
+        "--input-format",
+        choices=INPUT_FORMATS,
+        help="the input's format (default: told by its file names: .parquet, .jsonl/.json "
+        "(also .gz, .zst, ...), .orc, .csv)",
+    )
+    parser.add_argument(
+        "--input-table",
+        metavar="NAME",
+        help="read a table of the session's catalog instead of INPUT (e.g. db.crawl)",
     )
     add_settings_options(parser, master=False)
     add_method_options(parser)
@@ -37,6 +57,13 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         "--representative",
         choices=REPRESENTATIVE_RULES,
         help="which member represents a cluster (default smallest_id)",
+    )
+    parser.add_argument(
+        "--prefer",
+        metavar='"COL [asc|desc], ..."',
+        help="keep policy: each cluster keeps its document first by these input columns, e.g. "
+        '"quality desc" or "fetch_date asc, source_rank desc" (nulls last, ties to the smallest '
+        "id); clusters/ and deduplicated/ follow it. Not with --index",
     )
     parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
     parser.add_argument(
@@ -77,7 +104,9 @@ def register(sub: Any) -> None:
 
 
 def job_settings(args: argparse.Namespace) -> JobSettings:
-    return settings_from_args(args, *METHOD_OPTIONS, "representative", "master", "skip_corrupt")
+    return settings_from_args(
+        args, *METHOD_OPTIONS, "representative", "prefer", "master", "skip_corrupt"
+    )
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
@@ -97,10 +126,20 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     ]
 
 
+def corpus_source(args: argparse.Namespace) -> CorpusSource:
+    """INPUT, or ``--input-table``, with ``--input-format``; INPUT, OUTPUT and the index must
+    not overlap (checked here too, before Spark starts)."""
+    source = CorpusSource(args.input, args.input_table, args.input_format)
+    paths = {"output": args.output, **({"index": args.index} if args.index else {})}
+    check_paths_apart({**paths, **({"input": source.path} if source.path else {})})
+    return source
+
+
 def run_dedupe(args: argparse.Namespace) -> int:
     job = job_settings(args)
+    source = corpus_source(args)  # exit 2 before Spark starts
     if args.index:
-        return run_nightly(args, job)
+        return run_nightly(args, job, source)
     if args.index_buckets is not None:
         raise UserError("--index-buckets needs --index DIR")
     log.info("config: %s", job.to_dict())
@@ -108,14 +147,15 @@ def run_dedupe(args: argparse.Namespace) -> int:
     spark = build_session(job.session)
     spark_start = time.perf_counter() - started
     try:
-        report = run(
-            spark,
-            args.input,
-            args.output,
-            job.dedupe,
-            overwrite=args.overwrite,
-            session=job.session,
-        )
+        with StageProgress(spark.sparkContext.statusTracker()):
+            report = run(
+                spark,
+                source,
+                args.output,
+                job.dedupe,
+                overwrite=args.overwrite,
+                session=job.session,
+            )
     finally:
         spark.stop()
     report["spark_start_seconds"] = round(spark_start, 2)
@@ -127,7 +167,14 @@ def run_dedupe(args: argparse.Namespace) -> int:
 
 def write_html_report(output: str, input_path: str) -> None:
     """``report.html`` next to a finished run; a problem is only a warning (the run succeeded).
-    (matplotlib is imported when the first figure is drawn, see report/figures.py.)"""
+    Without the report extra, one line says how to get it. (matplotlib is imported when the
+    first figure is drawn, see report/figures.py.)"""
+    if missing_modules("report"):
+        print(
+            f"report            report.json only; for report.html: {install_hint('report')}, "
+            f"then neardup report {output}"
+        )
+        return
     try:
         path = write_report(output, input_path)
     except Exception as exc:  # the run succeeded; a report problem must not fail it
@@ -161,24 +208,30 @@ def nightly_summary_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def run_nightly(args: argparse.Namespace, job: JobSettings) -> int:
+def run_nightly(args: argparse.Namespace, job: JobSettings, source: CorpusSource) -> int:
     """``neardup dedupe NEW OUTPUT --index DIR``: a nightly run (no report.html)."""
     config = check_incremental_config(job.dedupe)  # unsupported: exit 2 before Spark starts
+    if source.table is not None:
+        raise UserError(
+            "--index needs an input path: a batch is identified by its files "
+            "(give the table's location as INPUT)"
+        )
     log.info("config: %s", job.to_dict())
     started = time.perf_counter()
     spark = build_session(job.session)
     spark_start = time.perf_counter() - started
     try:
-        report = run_incremental(
-            spark,
-            args.input,
-            args.output,
-            args.index,
-            config,
-            overwrite=args.overwrite,
-            buckets=args.index_buckets,
-            session=job.session,
-        )
+        with StageProgress(spark.sparkContext.statusTracker()):
+            report = run_incremental(
+                spark,
+                source,
+                args.output,
+                args.index,
+                config,
+                overwrite=args.overwrite,
+                buckets=args.index_buckets,
+                session=job.session,
+            )
     finally:
         spark.stop()
     report["spark_start_seconds"] = round(spark_start, 2)

@@ -24,20 +24,43 @@ from neardup_spark.kernels.lsh import (
 progress = logging.getLogger("neardup_spark.progress")
 
 
+@dataclass(frozen=True)
+class RunningStage:
+    """The stage running now, for a progress display (``neardup``'s live line per stage)."""
+
+    name: str
+    started: float  # time.perf_counter() at its start
+    documents: int | None  # the run's documents, once counted (None before: no docs/s yet)
+
+
+# The stages running now, innermost last (read by the command line's progress thread).
+_RUNNING: list[RunningStage] = []
+
+
+def running_stage() -> RunningStage | None:
+    """The innermost stage running now, if any."""
+    return _RUNNING[-1] if _RUNNING else None
+
+
 @dataclass
 class StageTimer:
-    """Wall seconds per named stage, in the order they ran."""
+    """Wall seconds per named stage, in the order they ran; ``documents``, once known, lets a
+    progress display show documents per second."""
 
     seconds: dict[str, float] = field(default_factory=dict)
+    documents: int | None = None
 
     @contextmanager
     def stage(self, name: str) -> Iterator[dict[str, int]]:
         """Time a stage; the caller may record ``counted["rows"]`` (and other counts)."""
         counted: dict[str, int] = {}
         start = time.perf_counter()
+        running = RunningStage(name, start, self.documents)
+        _RUNNING.append(running)
         try:
             yield counted
         finally:
+            _RUNNING.remove(running)
             elapsed = time.perf_counter() - start
             self.seconds[name] = round(self.seconds.get(name, 0.0) + elapsed, 3)
             extra = "".join(f" {k}={v}" for k, v in counted.items() if k != "rows")

@@ -8,14 +8,15 @@ import sys
 from pyspark.sql import SparkSession
 
 from neardup_spark.config import SessionSettings
-from neardup_spark.runtime import jvm_archive
+from neardup_spark.runtime import console, jvm_archive
+from neardup_spark.runtime.spark_compat import check_spark_version
 
 # Applied when this process starts the JVM itself in local mode; any of them can be overridden
 # with --set spark.KEY=VALUE or a config file's ``spark:`` mapping.
 LOCAL_DEFAULTS = {
     "spark.driver.memory": "2g",
-    # Spark's console progress bar when a person watches; none in a scheduler's log file.
-    "spark.ui.showConsoleProgress": "true" if sys.stderr.isatty() else "false",
+    # The command line draws its own progress line per stage (cli/progress.py).
+    "spark.ui.showConsoleProgress": "false",
     # Adaptive execution re-plans after every shuffle and runs each query stage as its own job
     # (31 jobs in a local run instead of 15), for little to coalesce in 8 partitions (100,000
     # pages: 21.8 -> 20.9 s; README, Performance). Clusters keep it (conf/cluster.yaml).
@@ -60,11 +61,13 @@ def build_session(
 
     Master: the one spark-submit was given wins; else ``settings.master``; else ``local[*]``.
     Python workers run the interpreter running this code unless PYSPARK_PYTHON says otherwise.
+    Unless :mod:`~neardup_spark.runtime.console` is verbose, a JVM started here keeps quiet.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = settings or SessionSettings()
     builder = SparkSession.builder.appName(app_name)
     conf: dict[str, str] = {}
+    quiet = not console.SETTINGS.verbose and not under_spark_submit()
     if not under_spark_submit():
         master = settings.master or "local[*]"
         builder = builder.master(master)
@@ -77,9 +80,19 @@ def build_session(
                 java_options = conf["spark.driver.extraJavaOptions"]
                 conf["spark.driver.extraJavaOptions"] = f"{java_options} {archive}"
     conf.update(settings.spark)
+    if quiet:
+        java_options = conf.get("spark.driver.extraJavaOptions", "")
+        conf["spark.driver.extraJavaOptions"] = f"{java_options} {console.quiet_java_options()}"
     conf["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(settings.arrow_batch_size)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", "WARN"))
+    real_stderr = console.filter_jvm_stderr()[0] if quiet else None
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if real_stderr is not None:  # the JVM keeps the filtered pipe; this process its stderr
+            console.restore_stderr(real_stderr)
+    default_level = "ERROR" if quiet else "WARN"
+    spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", default_level))
+    check_spark_version(spark)
     return spark

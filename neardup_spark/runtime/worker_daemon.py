@@ -8,6 +8,12 @@ local run. With pyspark installed by pip, the installed packages are the same fi
 daemon drops the archives whose packages are importable, byte-identical, from a directory on
 the path (and archives holding no Python at all), then runs ``pyspark.daemon`` as usual.
 
+A worker whose task the JVM gave up on (a cancelled job: the id check cancels the per-document
+pass when it finds a bad id) would print an ``EOFError`` traceback on the console: PySpark's
+worker reports errors of the task's own code to the JVM, but one raised while it reads the JVM's
+closing handshake (the socket already closed) escapes to the daemon, which prints it. This
+daemon lets such a worker end quietly (:func:`quiet_when_the_jvm_hangs_up`).
+
 On a CPU with AVX-512 it lets numba's compiler use 512-bit vectors (:func:`prefer_wide_vectors`:
 the MinHash loop 21.5 -> 13.7 us a page). Then it imports the job's Python stages and loads their
 compiled kernels once (:func:`preload`), before it forks any worker: each worker otherwise spent
@@ -24,7 +30,9 @@ from __future__ import annotations
 import os
 import sys
 import zipfile
+from collections.abc import Callable
 from importlib.machinery import PathFinder
+from typing import Any
 
 # A package's identity: the first of these files it has (pyspark and py4j have version.py).
 _IDENTITY_FILES = ("version.py", "__init__.py")
@@ -116,6 +124,21 @@ def prefer_wide_vectors() -> bool:
     return True
 
 
+def quiet_when_the_jvm_hangs_up(worker: Callable[..., int]) -> Callable[..., int]:
+    """PySpark's daemon ``worker(sock, authenticated)``, ending with code 1 instead of raising
+    when the JVM closed the connection. Errors of the task's code never get here: the worker
+    sends those to the JVM, which fails the task with them; what escapes is a protocol read or
+    write on a socket the JVM closed (a killed task), which nobody would read."""
+
+    def worker_until_hung_up(*args: Any) -> int:
+        try:
+            return worker(*args)
+        except (EOFError, ConnectionError):  # BrokenPipeError, ConnectionResetError
+            return 1
+
+    return worker_until_hung_up
+
+
 def preload() -> None:
     """Import the modules the job's Python tasks use and run each compiled kernel once on a
     tiny input (numba loads its cached machine code at a function's first call). Forked workers
@@ -145,11 +168,13 @@ def preload() -> None:
 
 if __name__ == "__main__":
     drop_redundant_archives()
-    from pyspark.daemon import manager  # imported only now: from the installed copy
+    import pyspark.daemon  # imported only now: from the installed copy
+
+    pyspark.daemon.worker = quiet_when_the_jvm_hangs_up(pyspark.daemon.worker)
 
     prefer_wide_vectors()
     try:
         preload()
     except Exception as exc:  # a worker then loads what it needs itself, as without preload
         print(f"neardup worker daemon: preload failed: {exc!r}", file=sys.stderr)
-    manager()
+    pyspark.daemon.manager()

@@ -1,0 +1,136 @@
+"""The console: Spark's start-up noise filtered, a live progress line per stage on a terminal
+(plain log lines elsewhere), and a user error that prints only neardup's own lines, however the
+id check's cancellation of the per-document pass falls."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections import namedtuple
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.cli.progress import Snapshot, StageProgress, clock, live_line, log_fields
+from neardup_spark.pipeline.reporting import StageTimer
+from neardup_spark.quality.generate import generate_corpus
+from neardup_spark.runtime.console import NOISE, _copy_lines
+
+REPO = Path(__file__).resolve().parents[2]
+StageInfo = namedtuple("StageInfo", "numTasks numCompletedTasks")
+
+
+def test_the_filter_drops_only_the_known_noise():
+    lines = [
+        "WARNING: Using incubator modules: jdk.incubator.vector",
+        "Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties",
+        'Setting default log level to "WARN".',
+        "To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(...).",
+        "26/12/01 19:31:49 ERROR Executor: Exception in task 0.0",
+        "java.lang.OutOfMemoryError: Java heap space",
+    ]
+    assert [bool(NOISE.match(line)) for line in lines] == [True] * 4 + [False] * 2
+    read_end, write_end = os.pipe()
+    out_read, out_write = os.pipe()
+    copier = threading.Thread(target=_copy_lines, args=(read_end, out_write))
+    copier.start()
+    os.write(write_end, ("\n".join(lines) + "\nno newline at the end").encode())
+    os.close(write_end)
+    copier.join(timeout=10)
+    os.close(out_write)
+    with open(out_read, encoding="utf-8") as copied:
+        assert copied.read().splitlines() == [*lines[4:], "no newline at the end"]
+
+
+class FakeTracker:
+    """Spark's status tracker for one stage of 40 tasks, 10 of them done."""
+
+    def getActiveStageIds(self):
+        return [7]
+
+    def getStageInfo(self, stage_id):
+        return StageInfo(40, 10)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_live_line_per_stage_on_a_terminal():
+    screen = Terminal()
+    progress = StageProgress(FakeTracker(), screen)
+    assert progress.live
+    timer = StageTimer(documents=1000)
+    with timer.stage("verify"):
+        progress.tick()
+        progress.tick()
+    progress.tick()  # no stage running: the line is taken off
+    drawn = screen.getvalue().split("\r\x1b[K")
+    assert re.fullmatch(r"verify +10/40 tasks  [\d,]+ docs/s  0:00 elapsed  ETA 0:00", drawn[1])
+    assert drawn[1:] == [drawn[1], drawn[2], ""] and drawn[2].startswith("verify")
+
+
+def test_plain_log_lines_elsewhere(caplog):
+    progress = StageProgress(FakeTracker(), io.StringIO())
+    assert not progress.live
+    with (
+        caplog.at_level(logging.INFO, logger="neardup_spark.progress"),
+        StageTimer().stage("sketch"),
+    ):
+        progress.tick()
+    [line] = [r.getMessage() for r in caplog.records if "tasks=" in r.getMessage()]
+    assert re.fullmatch(r"stage=sketch tasks=10/40 docs_per_second=- elapsed=0 eta=\d+", line)
+
+
+def test_progress_formats():
+    assert (clock(75), clock(3725)) == ("1:15", "1:02:05")
+    snap = Snapshot("candidates", 3, 8, 95.2, 40.0, 12345.6)
+    assert live_line(snap) == "candidates   3/8 tasks  12,346 docs/s  1:35 elapsed  ETA 0:40"
+    assert log_fields(snap) == (
+        "stage=candidates tasks=3/8 docs_per_second=12346 elapsed=95 eta=40"
+    )
+
+
+OWN_LINE = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO neardup_spark\.progress: stage=\w+ "
+    r"|error: ids in column 'id' are not unique: 'doc-0+' \(2x\), 'doc-0+1' \(2x\)$)"
+)
+
+
+@pytest.mark.slow
+def test_a_user_error_prints_only_neardups_own_lines(tmp_path):
+    """Duplicate ids: the id check fails while the per-document pass runs and cancels it. Run
+    several times (the cancellation falls at another point each time), stderr holds only the
+    ``error:`` line and the stage log lines: no Spark start-up noise, no worker traceback.
+    ``-v`` brings Spark's own console back."""
+    table, _ = generate_corpus(3000, seed=4, mean_words=150)
+    ids = table["id"].to_pylist()
+    ids[2], ids[3] = ids[0], ids[1]
+    pq.write_table(table.set_column(0, "id", pa.array(ids)), tmp_path / "dup.parquet")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    for attempt in range(4):
+        verbose = ["-v"] if attempt == 0 else []
+        args = [*verbose, "dedupe", str(tmp_path / "dup.parquet"), str(tmp_path / f"o{attempt}")]
+        done = subprocess.run(
+            [sys.executable, "-m", "neardup_spark", *args, "--master", "local[2]"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            cwd=REPO,
+        )
+        assert done.returncode == 2, done.stderr[-3000:]
+        lines = done.stderr.splitlines()
+        if verbose:
+            assert any("log4j" in line or " WARN " in line for line in lines), lines
+            continue
+        assert [line for line in lines if not OWN_LINE.match(line)] == []
+        assert sum(line.startswith("error: ") for line in lines) == 1
