@@ -1,7 +1,8 @@
 """Progress of a run on the console, from Spark's status tracker and the stage running now.
 
 On a terminal: one live line per stage, redrawn twice a second (tasks done/total of the Spark
-stages running, documents per second once the run has counted its documents, elapsed, ETA),
+stages the stage has run so far, documents per second once the run has counted its documents,
+elapsed, ETA of the Spark stages running),
 replaced by the stage's own log line (``stage=NAME rows=N seconds=S``) when it ends. Elsewhere
 (cron, Airflow): a plain log line every 30 s while a stage runs. A thread of its own polls
 (a few py4j calls per tick); the timed stages never wait for it.
@@ -34,7 +35,7 @@ class Snapshot:
     """What one tick shows."""
 
     stage: str
-    done: int  # tasks completed in the Spark stages running now
+    done: int  # tasks completed in the Spark stages this neardup stage has run so far
     total: int  # their tasks
     elapsed: float  # seconds since the neardup stage started
     eta: float | None  # seconds left in the Spark stages running now (None: not yet known)
@@ -50,7 +51,8 @@ def clock(seconds: float) -> str:
 
 def live_line(snap: Snapshot) -> str:
     """The terminal's line for ``snap``."""
-    parts = [f"{snap.stage:<11}", f"{snap.done:,}/{snap.total:,} tasks"]
+    tasks = f"{snap.done:,}/{snap.total:,} tasks" if snap.total else "starting"
+    parts = [f"{snap.stage:<11}", tasks]
     if snap.docs_per_second is not None:
         parts.append(f"{snap.docs_per_second:,.0f} docs/s")
     parts.append(f"{clock(snap.elapsed)} elapsed")
@@ -80,6 +82,8 @@ class StageProgress:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._first_seen: dict[int, float] = {}  # Spark stage id -> when this thread saw it
+        self._stage: RunningStage | None = None  # the neardup stage of the last tick
+        self._spark_stages: set[int] = set()  # the Spark stages it has run
         self._shown = False  # a live line is on the terminal
         self._thread = threading.Thread(target=self._loop, name="neardup-progress", daemon=True)
         self._clearing = _ClearBeforeRecords(self)
@@ -116,22 +120,27 @@ class StageProgress:
                 log.debug("progress display: %r", exc)
 
     def snapshot(self, stage: RunningStage) -> Snapshot:
-        """Tasks of the Spark stages running now, and what they say of the time left."""
+        """Tasks of the Spark stages the neardup stage has run so far (those still running, and
+        those done since it started), and what the running ones say of the time left."""
         now = time.perf_counter()
+        if stage is not self._stage:
+            self._stage, self._spark_stages = stage, set()
+        active = set(self._tracker.getActiveStageIds())
+        self._spark_stages |= active
         done = total = 0
         eta: float | None = None
-        for stage_id in self._tracker.getActiveStageIds():
+        for stage_id in sorted(self._spark_stages):
             info = self._tracker.getStageInfo(stage_id)
-            if info is None:
+            if info is None:  # no longer tracked
                 continue
-            seen = self._first_seen.setdefault(stage_id, now)
             done, total = done + info.numCompletedTasks, total + info.numTasks
-            if info.numCompletedTasks:
+            seen = self._first_seen.setdefault(stage_id, now)
+            if stage_id in active and info.numCompletedTasks:
                 left = (now - seen) * (info.numTasks - info.numCompletedTasks)
                 eta = max(eta or 0.0, left / info.numCompletedTasks)
         elapsed = now - stage.started
         rate = None
-        if stage.documents and total and elapsed > 0:
+        if stage.documents and done and elapsed > 0:
             rate = stage.documents * done / total / elapsed
         return Snapshot(stage.name, done, total, elapsed, eta, rate)
 

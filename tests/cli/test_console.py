@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.cli.progress import Snapshot, StageProgress, clock, live_line, log_fields
-from neardup_spark.pipeline.reporting import StageTimer
+from neardup_spark.pipeline.reporting import StageTimer, running_stage
 from neardup_spark.quality.generate import generate_corpus
 from neardup_spark.runtime.console import NOISE, _copy_lines
 
@@ -76,6 +76,33 @@ def test_a_live_line_per_stage_on_a_terminal():
     drawn = screen.getvalue().split("\r\x1b[K")
     assert re.fullmatch(r"verify +10/40 tasks  [\d,]+ docs/s  0:00 elapsed  ETA 0:00", drawn[1])
     assert drawn[1:] == [drawn[1], drawn[2], ""] and drawn[2].startswith("verify")
+
+
+class TwoStageTracker:
+    """Spark stage 7 (40 tasks) runs, then stage 8 (10 tasks) while 7 is done."""
+
+    def __init__(self) -> None:
+        self.active = [7]
+        self.infos = {7: StageInfo(40, 10), 8: StageInfo(10, 0)}
+
+    def getActiveStageIds(self):
+        return self.active
+
+    def getStageInfo(self, stage_id):
+        return self.infos[stage_id]
+
+
+def test_tasks_add_up_over_the_spark_stages_a_stage_runs():
+    tracker = TwoStageTracker()
+    progress = StageProgress(tracker, io.StringIO())
+    timer = StageTimer(documents=500)
+    with timer.stage("candidates"):
+        first = progress.snapshot(running_stage())
+        tracker.active, tracker.infos = [8], {7: StageInfo(40, 40), 8: StageInfo(10, 4)}
+        second = progress.snapshot(running_stage())
+    assert (first.done, first.total, second.done, second.total) == (10, 40, 44, 50)
+    with timer.stage("verify"):  # a new stage starts counting afresh
+        assert progress.snapshot(running_stage()).total == 10
 
 
 def test_plain_log_lines_elsewhere(caplog):
