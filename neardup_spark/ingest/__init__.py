@@ -7,7 +7,7 @@ Modules, in the order a record passes through them:
   (executors, FastWARC);
 - :mod:`.decode`: payload bytes -> text (content and transfer codings, charsets, sniffing);
 - :mod:`.extract`: HTML -> text (Resiliparse);
-- :mod:`.schema`: the record table, the ``corpus/`` and ``skipped/`` columns, skip reasons;
+- :mod:`.schema`: the record table, the corpus (OUTPUT) and ``_skipped/`` columns, skip reasons;
 - :mod:`.job`: the Spark job :func:`~neardup_spark.ingest.job.ingest`, its counts and summary,
   written under a staging directory and committed like a dedupe run.
 """

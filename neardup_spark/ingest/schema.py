@@ -1,5 +1,5 @@
-"""The record table that reading WARC files yields, the columns of ``corpus/`` and
-``skipped/`` taken from it, and the reasons a record is not a document.
+"""The record table that reading WARC files yields, the columns of the corpus (the Parquet files
+at OUTPUT) and of ``_skipped/`` taken from it, and the reasons a record is not a document.
 
 Corpus columns: ``id`` (the WARC-Record-ID, e.g. ``<urn:uuid:...>``), ``url``
 (WARC-Target-URI), ``fetch_date`` (WARC-Date, UTC timestamp), ``record_type``,
