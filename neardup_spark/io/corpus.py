@@ -102,8 +102,6 @@ def _footer_problem(path: str, fmt: str = "parquet") -> str | None:
 
             orc.ORCFile(local)
         else:
-            import pyarrow.parquet as pq
-
             pq.read_metadata(local)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
