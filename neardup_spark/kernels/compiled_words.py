@@ -127,6 +127,14 @@ def _count_words(data: np.ndarray, text_offsets: np.ndarray, valid: np.ndarray) 
     return counts
 
 
+def _string_hashes(data: np.ndarray, offsets: np.ndarray, seed: np.uint64) -> np.ndarray:
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    for d in range(n):
+        out[d] = _murmur3_64(data, offsets[d], offsets[d + 1] - offsets[d], seed)
+    return out
+
+
 def _shingle_hashes(
     data: np.ndarray,
     text_offsets: np.ndarray,
@@ -209,6 +217,7 @@ if njit is not None:
     _murmur3_64 = njit(cache=True, nogil=True)(_murmur3_64)
     _hash_words = njit(inline="always", cache=True)(_hash_words)
     _count_words = njit(cache=True, nogil=True)(_count_words)
+    _string_hashes = njit(cache=True, nogil=True)(_string_hashes)
     _shingle_hashes = njit(cache=True, nogil=True)(_shingle_hashes)
     _word_simhashes = njit(cache=True, nogil=True)(_word_simhashes)
 
@@ -232,6 +241,23 @@ def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def word_counts(texts: pa.Array) -> np.ndarray:
     """Words per single-spaced text (int64); null and empty texts have none."""
     return _count_words(*string_buffers(texts))
+
+
+def string_hashes(texts: pa.Array, seed: int) -> np.ndarray:
+    """MurmurHash3 x64-128 (first 64 bits, ``mmh3.hash64(text, seed, signed=False)[0]``) of each
+    whole string's UTF-8 bytes (``uint64[n]``); a null hashes as the empty string.
+
+    >>> import mmh3
+    >>> h = string_hashes(pa.array(["home news"]), 7)
+    >>> int(h[0]) == mmh3.hash64("home news", 7, signed=False)[0]
+    True
+    """
+    data, offsets, valid = string_buffers(texts)
+    seed64 = np.uint64(seed & 0xFFFFFFFF)
+    out = _string_hashes(data, offsets, seed64)
+    if not valid.all():
+        out[~valid] = _string_hashes(data, np.zeros(2, dtype=np.int64), seed64)[0]
+    return out
 
 
 def word_shingle_hashes(
