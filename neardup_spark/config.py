@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from neardup_spark.errors import UserError
+from neardup_spark.kernels.boilerplate import UNITS as BOILERPLATE_UNITS
 from neardup_spark.kernels.lsh import choose_bands
 from neardup_spark.kernels.normalize import NormalizeOptions
 from neardup_spark.kernels.shingles import SHINGLE_UNITS
@@ -36,6 +37,7 @@ SIMHASH_HASHES = ("mmh3", "md5")
 SIMHASH_WEIGHTINGS = ("count", "binary")
 REPRESENTATIVE_RULES = ("smallest_id", "longest_text")
 SORT_WAYS = ("asc", "desc")
+BOILERPLATE_MODES = ("template", "repeats")
 
 
 def parse_prefer(text: str) -> tuple[tuple[str, bool], ...]:
@@ -53,6 +55,53 @@ def parse_prefer(text: str) -> tuple[tuple[str, bool], ...]:
             )
         keys.append((words[0], len(words) == 2 and words[1].lower() == "desc"))
     return tuple(keys)
+
+
+@dataclass(frozen=True)
+class BoilerplateOptions:
+    """What ``neardup boilerplate`` and ``dedupe --strip-boilerplate`` remove (README,
+    Boilerplate). Validated on construction."""
+
+    # line | paragraph (blank-line separated)
+    unit: str = "line"
+    # template: every occurrence of a unit found in >= min_docs documents; repeats: every
+    # occurrence after the first (smallest id, or the prefer order).
+    mode: str = "template"
+    min_docs: int = 5
+    # Units with fewer words (characters for Chinese, Japanese, Thai...) are never removed.
+    min_words: int = 3
+    # Count documents within each value of this column (a host or site), not across the corpus.
+    group_col: str | None = None
+    # repeats: which occurrence is first, "COL [asc|desc][, COL ...]" (nulls last, then id).
+    prefer: str | None = None
+    # Boilerplate sets up to this many units are broadcast to the cleaning pass; larger ones
+    # are joined to the documents.
+    broadcast_max_units: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("unit", BOILERPLATE_UNITS), ("mode", BOILERPLATE_MODES)):
+            if getattr(self, name) not in allowed:
+                raise UserError(
+                    f"boilerplate.{name} must be one of {', '.join(allowed)}, "
+                    f"got {getattr(self, name)!r}"
+                )
+        for name, least in (("min_docs", 2), ("min_words", 1), ("broadcast_max_units", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise UserError(f"boilerplate.{name} must be an integer >= {least}, got {value!r}")
+        if self.group_col is not None and (
+            not isinstance(self.group_col, str) or not self.group_col
+        ):
+            raise UserError("boilerplate.group_col must be a column name")
+        if self.prefer is not None:
+            if self.mode != "repeats":
+                raise UserError("boilerplate.prefer orders occurrences in --mode repeats only")
+            parse_prefer(str(self.prefer))
+
+    @property
+    def prefer_order(self) -> tuple[tuple[str, bool], ...]:
+        """``prefer`` parsed: ``((column, descending), ...)``; empty without it."""
+        return parse_prefer(self.prefer) if self.prefer else ()
 
 
 @dataclass(frozen=True)
@@ -111,6 +160,10 @@ class DedupeConfig:
     # Leave out input files whose Parquet footer cannot be read (listed in the report) instead
     # of failing with exit 2.
     skip_corrupt: bool = False
+    # Remove boilerplate units (``boilerplate``) before fingerprinting (dedupe
+    # --strip-boilerplate); deduplicated/ keeps the input rows as they were.
+    strip_boilerplate: bool = False
+    boilerplate: BoilerplateOptions = field(default_factory=BoilerplateOptions)
     # The banding in use: the requested one, or derived from threshold, num_perm, min_recall.
     banding: Banding = field(init=False, repr=False, compare=False)
 
@@ -190,6 +243,7 @@ class DedupeConfig:
         """The settings as plain data, with the banding in use as ``bands`` and ``rows``."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         data["normalize"] = dataclasses.asdict(self.normalize)
+        data["boilerplate"] = dataclasses.asdict(self.boilerplate)
         data["bands"], data["rows"] = self.banding.bands, self.banding.rows
         return data
 
@@ -206,8 +260,9 @@ class DedupeConfig:
         are not settings of this class (session settings, newer or older keys) are ignored."""
         known = {f.name for f in dataclasses.fields(cls) if f.init}
         values = {k: v for k, v in data.items() if k in known}
-        if isinstance(values.get("normalize"), dict):
-            values["normalize"] = NormalizeOptions(**values["normalize"])
+        for key, nested in _NESTED.items():
+            if isinstance(values.get(key), dict):
+                values[key] = nested(**values[key])
         return cls(**values)
 
 
@@ -246,7 +301,7 @@ class JobSettings:
 
 _SESSION_KEYS = frozenset(f.name for f in dataclasses.fields(SessionSettings))
 _DEDUPE_KEYS = frozenset(f.name for f in dataclasses.fields(DedupeConfig) if f.init)
-_NESTED = {"normalize": NormalizeOptions}
+_NESTED: dict[str, type] = {"normalize": NormalizeOptions, "boilerplate": BoilerplateOptions}
 
 
 def _merge(base: dict[str, Any], layer: dict[str, Any], source: str) -> dict[str, Any]:
@@ -336,8 +391,9 @@ def load_settings(
     """Layer defaults, YAML files, ``key=value`` overrides and explicit options into the dedupe
     config and the session settings, both validated."""
     merged = _layered(config_files, overrides, options)
-    if "normalize" in merged:
-        merged["normalize"] = NormalizeOptions(**merged["normalize"])
+    for key, nested in _NESTED.items():
+        if key in merged:
+            merged[key] = nested(**merged[key])
     dedupe = _build(DedupeConfig, {k: v for k, v in merged.items() if k in _DEDUPE_KEYS})
     session = _build(SessionSettings, {k: v for k, v in merged.items() if k in _SESSION_KEYS})
     return JobSettings(dedupe, session)
@@ -369,8 +425,9 @@ def default_settings_dict() -> dict[str, Any]:
     data = {
         f.name: f.default
         for f in dataclasses.fields(DedupeConfig)
-        if f.init and f.name != "normalize"
+        if f.init and f.name not in _NESTED
     }
     data["normalize"] = dataclasses.asdict(NormalizeOptions())
+    data["boilerplate"] = dataclasses.asdict(BoilerplateOptions())
     data.update(SessionSettings().to_dict())
     return data

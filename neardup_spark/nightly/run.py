@@ -128,6 +128,12 @@ def check_incremental_config(config: DedupeConfig) -> DedupeConfig:
             "--index groups exact copies by their 64-bit fingerprint; exact_compare_text=true "
             "is not supported with --index"
         )
+    if config.strip_boilerplate:
+        raise UserError(
+            "--strip-boilerplate is not supported with --index: which lines are boilerplate "
+            "depends on every document, so a night would change the indexed texts. Run `neardup "
+            "boilerplate` on each night's input, or dedupe without --index"
+        )
     return config
 
 

@@ -31,6 +31,9 @@ NEUTRAL_SETTINGS = frozenset(
         "simhash_hash",
         "simhash_weighting",
         "prefer",  # refused with --index (nightly/run.py): the index's ids stay smallest_id's
+        # --index refuses --strip-boilerplate (run.check_incremental_config): never stored.
+        "strip_boilerplate",
+        "boilerplate",
     }
 )
 
