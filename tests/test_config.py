@@ -61,6 +61,17 @@ def test_explicit_bands_and_rows():
         ([], {"ngram": 0}, "ngram must be a positive integer"),
         (["representative=biggest"], {}, "representative must be one of"),
         (["missing-equals"], {}, "--set expects key=value"),
+        (["boilerplate.bogus=1"], {}, "unknown setting boilerplate.bogus"),
+        (["boilerplate.unit=sentence"], {}, "boilerplate.unit must be one of line, paragraph"),
+        (["boilerplate.mode=first"], {}, "boilerplate.mode must be one of template, repeats"),
+        (["boilerplate.min_docs=1"], {}, "boilerplate.min_docs must be an integer >= 2"),
+        (["boilerplate.min_words=0"], {}, "boilerplate.min_words must be an integer >= 1"),
+        (["boilerplate.prefer=quality"], {}, "orders occurrences in --mode repeats only"),
+        (
+            ["boilerplate.mode=repeats", "boilerplate.prefer=quality upwards"],
+            {},
+            "prefer must read 'COL ",
+        ),
     ],
 )
 def test_bad_settings_are_user_errors(overrides, options, message):
@@ -101,3 +112,22 @@ def test_local_star_uses_every_cpu():
 
     assert local_cores("local[*]") == os.cpu_count()
     assert local_cores("local[*,3]") == os.cpu_count()
+
+
+def test_boilerplate_settings_layer_and_enter_the_settings_digest():
+    plain = build_config()
+    assert not plain.strip_boilerplate and plain.boilerplate.mode == "template"
+    config = build_config(
+        overrides=["boilerplate.min_docs=7", "boilerplate.group_col=host"],
+        options={"strip_boilerplate": True},
+    )
+    assert config.strip_boilerplate
+    assert (config.boilerplate.min_docs, config.boilerplate.group_col) == (7, "host")
+    assert config.boilerplate.unit == plain.boilerplate.unit  # untouched keys keep defaults
+    assert config.settings_json() != plain.settings_json()
+    assert '"min_docs": 7' in config.settings_json()
+    assert DedupeConfig.from_dict(config.to_dict()).boilerplate == config.boilerplate
+    repeats = build_config(
+        overrides=["boilerplate.mode=repeats", "boilerplate.prefer=quality desc, fetched"]
+    )
+    assert repeats.boilerplate.prefer_order == (("quality", True), ("fetched", False))
