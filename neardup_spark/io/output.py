@@ -44,15 +44,19 @@ class OutputLayout:
     # itself, replacing OUTPUT's own: OUTPUT is then a dataset Spark reads (ingest's corpus;
     # everything else such a layout commits is named ``_*``, which readers skip).
     data_dir: str | None = None
+    # The manifest's name: ``_manifest.json`` where OUTPUT is a dataset, so readers skip it.
+    manifest: str = MANIFEST_FILE
 
     def is_data_file(self, name: str) -> bool:
         """A file of the dataset at OUTPUT (``part-*``) in a layout with a ``data_dir``."""
-        return self.data_dir is not None and name.startswith(DATA_FILE_PREFIX)
+        return self.data_dir is not None and name.startswith(
+            (DATA_FILE_PREFIX, "." + DATA_FILE_PREFIX)  # Hadoop's checksum files too
+        )
 
     @property
     def known_entries(self) -> frozenset[str]:
-        """What a run of ours may leave in OUTPUT; anything else there means the path is
-        someone else's."""
+        """What a run of ours may leave in OUTPUT (besides data files); anything else there
+        means the path is someone else's."""
         return frozenset(
             {
                 *self.committed,
@@ -60,7 +64,7 @@ class OutputLayout:
                 SUCCESS_MARKER,
                 CHECKPOINT_DIR,
                 STAGING_DIR,
-                MANIFEST_FILE,
+                self.manifest,
             }
         )
 
@@ -147,7 +151,7 @@ class OutputDir:
         last, so a reader (or a rerun) never takes a half-replaced OUTPUT for a finished one."""
         if self.exists(SUCCESS_MARKER):
             self.delete(SUCCESS_MARKER)
-        for name in (*self.layout.committed, MANIFEST_FILE, *self.layout.extra):
+        for name in (*self.layout.committed, self.layout.manifest, *self.layout.extra):
             if self.exists(name):
                 self.delete(name)
         for name in self.entries():  # the previous dataset's files
@@ -164,7 +168,7 @@ class OutputDir:
                 if self.layout.is_data_file(name):  # not Spark's own _SUCCESS
                     self._fs.rename(staged._path(f"{data_dir}/{name}"), self._path(name))
         if manifest is not None:
-            self.write_json(MANIFEST_FILE, manifest)
+            self.write_json(self.layout.manifest, manifest)
         self.mark_success()
         self.delete(STAGING_DIR)
 
@@ -172,7 +176,8 @@ class OutputDir:
         """The ``manifest.json`` of a finished run in OUTPUT (``{}`` if it has none), else None."""
         if not self.exists(SUCCESS_MARKER):
             return None
-        return self.read_json(MANIFEST_FILE) if self.exists(MANIFEST_FILE) else {}
+        name = self.layout.manifest
+        return self.read_json(name) if self.exists(name) else {}
 
     def read_json(self, name: str) -> dict[str, Any]:
         """A JSON object written by :meth:`write_json` (``{}`` when the file is missing)."""
