@@ -29,3 +29,15 @@ NORMALIZED = "normalized"
 SIMHASH = "simhash"
 CHAR_UNIT = "char_unit"  # the document is shingled by characters
 REPLACED_BYTES = "replaced_bytes"  # invalid UTF-8 bytes replaced while decoding a binary text
+
+# Boilerplate (neardup boilerplate, dedupe --strip-boilerplate). Output contract:
+BOILERPLATE_UNITS = "boilerplate_units"  # units removed from the row's text
+BOILERPLATE_CHARS = "boilerplate_chars"  # characters removed from the row's text
+# Internal, between the boilerplate stages (prefixed: they travel beside the input's columns).
+UNIT_KEY = "__neardup_unit_key"  # int64 key of a unit (its hash, mixed with its group's)
+UNIT_DOCS = "__neardup_unit_docs"  # documents holding the unit
+KEEPER = "__neardup_keeper"  # repeats: the id of the document whose occurrence stays
+GROUP = "__neardup_group"  # the group column as a string
+DROP_KEYS = "__neardup_drop_keys"  # keys of the units to remove from this document
+UNITS_WITH_WORDS = "__neardup_units"  # units with words in the original text
+EMPTIED = "__neardup_emptied"  # the text was all boilerplate: now empty

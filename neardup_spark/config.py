@@ -69,7 +69,7 @@ class BoilerplateOptions:
     mode: str = "template"
     min_docs: int = 5
     # Units with fewer words (characters for Chinese, Japanese, Thai...) are never removed.
-    min_words: int = 3
+    min_words: int = 2
     # Count documents within each value of this column (a host or site), not across the corpus.
     group_col: str | None = None
     # repeats: which occurrence is first, "COL [asc|desc][, COL ...]" (nulls last, then id).

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from neardup_spark.cli import (
     bench,
+    boilerplate,
     dedupe,
     eval_extract,
     evaluate,
@@ -34,6 +35,7 @@ log = logging.getLogger("neardup_spark")
 # In the order `neardup --help` lists them.
 SUBCOMMANDS = (
     dedupe,
+    boilerplate,
     index,
     fingerprint,
     report,

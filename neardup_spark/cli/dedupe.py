@@ -76,6 +76,13 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         help="leave out unreadable Parquet files (listed in report.json) instead of exit 2",
     )
     parser.add_argument(
+        "--strip-boilerplate",
+        action="store_true",
+        default=None,
+        help="remove boilerplate lines (navigation, footers: `neardup boilerplate`, settings "
+        "--set boilerplate.*) before fingerprinting; deduplicated/ keeps the rows as they were",
+    )
+    parser.add_argument(
         "--no-report",
         action="store_true",
         help="do not write OUTPUT/report.html (figures and the largest clusters)",
@@ -105,15 +112,32 @@ def register(sub: Any) -> None:
 
 def job_settings(args: argparse.Namespace) -> JobSettings:
     return settings_from_args(
-        args, *METHOD_OPTIONS, "representative", "prefer", "master", "skip_corrupt"
+        args,
+        *METHOD_OPTIONS,
+        "representative",
+        "prefer",
+        "master",
+        "skip_corrupt",
+        "strip_boilerplate",
     )
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """What ``neardup dedupe`` prints."""
     counts = report["counts"]
+    stripped = report.get("boilerplate")
+    removed = (
+        [
+            f"boilerplate       {stripped['counts']['units_removed']:,} units removed from "
+            f"{stripped['counts']['documents_changed']:,} documents "
+            f"({stripped['counts']['boilerplate_units']:,} distinct)"
+        ]
+        if stripped
+        else []
+    )
     return [
         f"documents in      {counts['input_rows']:,}",
+        *removed,
         f"clusters          {counts['clusters']:,}",
         f"duplicates removed {counts['removed']:,}",
         f"exact copies      {counts['exact_copies']:,}",

@@ -24,6 +24,7 @@ from neardup_spark.io.corpus import (
     read_corpus,
 )
 from neardup_spark.io.output import CHECKPOINT_DIR, REPORT_FILE, OutputDir
+from neardup_spark.pipeline.boilerplate import boilerplate_step
 from neardup_spark.pipeline.execution import (
     grouped_input,
     local_checkpoint,
@@ -82,13 +83,15 @@ def dedupe(
     check_columns(df, config.id_col, config.text_col)
     ranking = preference_table(df, config.id_col, config.preference) if config.prefer else None
     df, parts = grouped_input(df)  # the per-document pass, verification and deduplicated/ read it
-    features, counts = document_table(df, parts, config, timer)
+    cleaning = boilerplate_step(df, config, timer) if config.strip_boilerplate else None
+    documents = cleaning.documents if cleaning else None
+    features, counts = document_table(df, parts, config, timer, documents)
     intermediates: list[DataFrame] = []  # released once the pairs are materialised
     exact, unique_docs = exact_copy_pairs(features, config, timer, counts, intermediates)
     pair_parts = [exact] if exact is not None else []
     counts["candidate_pairs"] = counts["near_pairs"] = 0
     if config.method != "exact":
-        texts = as_documents(df, config.id_col, config.text_col)
+        texts = cleaning.texts if cleaning else as_documents(df, config.id_col, config.text_col)
         pair_parts.append(
             near_duplicate_pairs(features, texts, unique_docs, config, timer, counts, intermediates)
         )
@@ -121,6 +124,9 @@ def dedupe(
         frame.unpersist()
     clusters, deduplicated = output_tables(df, features, members, config, counts)
     report = run_report(config, counts, rounds, timer)
+    if cleaning:
+        report["boilerplate"] = cleaning.report()
+        cleaning.release()
     return DedupeResult(clusters, pairs, deduplicated, report, [features, pairs, members])
 
 

@@ -164,6 +164,26 @@ def preload() -> None:
         [pa.array([1, 1]), pa.array([2, 2]), texts], names=["doc_a", "doc_b", "text"]
     )
     list(score_sorted_sides([sides], sets_from_texts_fn(DedupeConfig())))
+    _preload_boilerplate(batch)
+
+
+def _preload_boilerplate(batch: Any) -> None:
+    """The boilerplate passes' kernels: counting, and cleaning by a broadcast set and by
+    per-document lists (``neardup boilerplate``, ``dedupe --strip-boilerplate``)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from neardup_spark.batch.boilerplate import BoilerplateSet, strip_columns_fn, unit_counts_fn
+    from neardup_spark.config import BoilerplateOptions, DedupeConfig
+
+    config = DedupeConfig(boilerplate=BoilerplateOptions(mode="repeats", min_words=1))
+    unit_counts_fn(config)(batch)
+    found = BoilerplateSet(np.zeros(1, dtype=np.uint64), pa.array([1]))
+    strip_columns_fn(config, "text", "doc_id", lambda: found)(batch)
+    lists = pa.array([[1], None], pa.list_(pa.int64()))
+    strip_columns_fn(config, "text", "doc_id", lambda: found)(
+        batch.append_column("__neardup_drop_keys", lists)
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,299 @@
+"""The boilerplate step: count each unit's documents, decide which units are boilerplate,
+and clean the texts; both ``neardup boilerplate`` (:func:`run_boilerplate`) and ``dedupe
+--strip-boilerplate`` (:func:`strip_boilerplate`, before the per-document pass) use it.
+
+The step acts twice: one job counts the units (a pass over the texts, then a Spark
+aggregation) and collects the boilerplate set to the driver, which broadcasts it to the
+cleaning pass; a set above ``boilerplate.broadcast_max_units`` is joined to the documents
+instead. The cleaning pass itself runs inside the caller's next action (the write, or the
+dedupe's per-document pass), where its counts are observed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark import Accumulator, Broadcast, StorageLevel
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from neardup_spark import __version__
+from neardup_spark.batch.boilerplate import BoilerplateSet, Examples
+from neardup_spark.columns import DOC_ID, KEEPER, TEXT, UNIT_DOCS, UNIT_KEY
+from neardup_spark.config import DedupeConfig, SessionSettings
+from neardup_spark.io.corpus import check_columns, check_ids, check_paths_apart, read_corpus
+from neardup_spark.io.output import STAGED_DATA_DIR, OutputDir, OutputLayout
+from neardup_spark.pipeline.execution import grouped_input, run_alongside, start_python_workers
+from neardup_spark.pipeline.reporting import StageTimer
+from neardup_spark.runtime.faults import pause_if_asked
+from neardup_spark.stages.boilerplate import (
+    COUNT_HELPERS,
+    ExamplesParam,
+    boilerplate_units,
+    check_boilerplate_columns,
+    count_columns,
+    drop_lists,
+    stripped_texts,
+)
+
+# The units report.json lists, most documents first.
+TOP_UNITS = 50
+BOILERPLATE_REPORT = "_report.json"
+# OUTPUT of `neardup boilerplate` is the cleaned corpus itself: data files at the top level,
+# the report, manifest and _SUCCESS beside them (names starting with "_", which readers skip).
+BOILERPLATE_LAYOUT = OutputLayout(
+    committed=(BOILERPLATE_REPORT,),
+    kind="boilerplate run",
+    data_files=True,
+    manifest="_manifest.json",
+)
+
+
+def _as_arrow(df: DataFrame) -> pa.Table:
+    """A small DataFrame on the driver as one Arrow table."""
+    return df.toArrow()
+
+
+@dataclass
+class FoundBoilerplate:
+    """What the counting job found: the boilerplate table (persisted), its size, the most
+    repeated units, and the set broadcast to the cleaning pass (only the example keys when the
+    table is joined instead)."""
+
+    table: DataFrame
+    units: int
+    joined: bool
+    top: list[dict[str, Any]]
+    broadcast: Broadcast
+
+    def boilerplate_set(self) -> Callable[[], BoilerplateSet]:
+        """A function returning the broadcast set on an executor (read once per worker); it
+        captures the broadcast only, never this object's DataFrame."""
+        return functools.partial(_broadcast_value, self.broadcast)
+
+    def release(self) -> None:
+        """Unpersist the table and the executors' copies of the set (not destroy: a cached
+        table built by the cleaning pass still names the broadcast in its lineage)."""
+        self.table.unpersist()
+        self.broadcast.unpersist()
+
+
+def _broadcast_value(broadcast: Broadcast) -> BoilerplateSet:
+    value: BoilerplateSet = broadcast.value
+    return value
+
+
+def _sorted_set(table: pa.Table) -> tuple[np.ndarray, pa.Array | None]:
+    """The boilerplate keys, sorted (uint64), and in repeats mode their keepers alongside."""
+    keys = table.column(UNIT_KEY).to_numpy().view(np.uint64)
+    order = np.argsort(keys, kind="stable")
+    keepers = table.column(KEEPER).take(pa.array(order)) if KEEPER in table.column_names else None
+    return keys[order], keepers
+
+
+def find_boilerplate(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> FoundBoilerplate:
+    """Count the documents of every unit of ``df``'s texts, keep the boilerplate units and
+    broadcast them (timed as ``boilerplate``)."""
+    table = df.transform(boilerplate_units(config)).persist(StorageLevel.MEMORY_AND_DISK)
+    with timer.stage("boilerplate") as counted:
+        units = counted["rows"] = table.count()
+        joined = units > config.boilerplate.broadcast_max_units
+        keys, keepers = np.zeros(0, dtype=np.uint64), None
+        if joined:
+            top = _as_arrow(table.orderBy(F.desc(UNIT_DOCS), UNIT_KEY).limit(TOP_UNITS))
+        else:
+            collected = _as_arrow(table)
+            signed = collected.column(UNIT_KEY).to_numpy()
+            order = np.lexsort((signed, -collected.column(UNIT_DOCS).to_numpy()))
+            top = collected.take(pa.array(order[:TOP_UNITS]))
+            keys, keepers = _sorted_set(collected)
+    top_keys = top.column(UNIT_KEY).to_numpy()
+    found = BoilerplateSet(keys, keepers, np.sort(top_keys.view(np.uint64)))
+    rows = [
+        {"key": int(k), "documents": int(d)}
+        for k, d in zip(top_keys.tolist(), top.column(UNIT_DOCS).to_pylist(), strict=True)
+    ]
+    broadcast = df.sparkSession.sparkContext.broadcast(found)
+    return FoundBoilerplate(table, units, joined, rows, broadcast)
+
+
+@dataclass
+class Cleaning:
+    """The cleaned rows (``cleaned``: every input row, text without boilerplate, the boilerplate
+    columns; ``observed``: the same, counting as the caller's action reads it) and what the
+    report needs once that action has run."""
+
+    cleaned: DataFrame
+    observed: DataFrame
+    found: FoundBoilerplate
+    observation: Observation
+    examples: Accumulator[Examples]
+    config: DedupeConfig
+    persisted: list[DataFrame] = field(default_factory=list)
+
+    def report(self) -> dict[str, Any]:
+        """The report's ``boilerplate`` section (after the action that read ``observed``)."""
+        counts = {k: int(v or 0) for k, v in self.observation.get.items()}
+        counts["boilerplate_units"] = self.found.units
+        examples: Examples = self.examples.value
+        top = []
+        for row in self.found.top:
+            text, group = examples.get(row["key"], (None, None))
+            entry: dict[str, Any] = {"text": text, "documents": row["documents"]}
+            if self.config.boilerplate.group_col:
+                entry["group"] = group
+            top.append(entry)
+        return {
+            "settings": {
+                **dataclasses.asdict(self.config.boilerplate),
+                "text_col": self.config.text_col,
+            },
+            "joined": self.found.joined,
+            "counts": counts,
+            "top_units": top,
+        }
+
+    def release(self) -> None:
+        self.found.release()
+
+
+def strip_boilerplate(
+    df: DataFrame,
+    config: DedupeConfig,
+    timer: StageTimer,
+    id_col: str,
+    text_col: str,
+    keep_emptied: bool = False,
+) -> Cleaning:
+    """Find the boilerplate of ``df`` (one job, timed) and return its rows cleaned, lazily:
+    the cleaning pass runs in the caller's next action. ``keep_emptied``: see
+    :func:`~neardup_spark.stages.boilerplate.stripped_texts`."""
+    check_boilerplate_columns(df, config)
+    found = find_boilerplate(df, config, timer)
+    examples = df.sparkSession.sparkContext.accumulator({}, ExamplesParam())
+    drops = df.transform(drop_lists(config, found.table)) if found.joined else None
+    cleaned = df.transform(
+        stripped_texts(
+            config, id_col, text_col, found.boilerplate_set(), drops, examples.add, keep_emptied
+        )
+    )
+    observation = Observation(f"boilerplate-{uuid.uuid4().hex[:8]}")
+    observed = cleaned.observe(observation, *count_columns(cleaned, text_col))
+    return Cleaning(cleaned, observed, found, observation, examples, config)
+
+
+@dataclass
+class DedupeCleaning:
+    """The boilerplate step of a dedupe run: ``documents`` (``doc_id``, ``text`` cleaned; the
+    per-document pass reads it, and its counts are observed then), ``texts`` (the same, for
+    verification to recompute the candidates' shingle sets from)."""
+
+    documents: DataFrame
+    texts: DataFrame
+    cleaning: Cleaning
+
+    def report(self) -> dict[str, Any]:
+        return self.cleaning.report()
+
+    def release(self) -> None:
+        self.cleaning.release()
+
+
+def boilerplate_step(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> DedupeCleaning:
+    """``dedupe --strip-boilerplate``: find the boilerplate of the input rows ``df`` (timed as
+    ``boilerplate``) and give the per-document pass and verification the cleaned texts, so
+    shingles, MinHash, SimHash, verification and the exact fingerprint all see them. A page
+    that is all boilerplate keeps its whole text: emptied, it would be a singleton, while a
+    plain dedupe clusters such pages (the same template and nothing else)."""
+    options = config.boilerplate
+    keep = [config.id_col, config.text_col]
+    keep += [c for c in (options.group_col, *(n for n, _ in options.prefer_order)) if c]
+    rows = df.select(*dict.fromkeys(keep))
+    cleaning = strip_boilerplate(
+        rows, config, timer, config.id_col, config.text_col, keep_emptied=True
+    )
+
+    def as_documents(cleaned: DataFrame) -> DataFrame:
+        return cleaned.select(
+            F.col(config.id_col).alias(DOC_ID), F.col(config.text_col).alias(TEXT)
+        )
+
+    return DedupeCleaning(as_documents(cleaning.observed), as_documents(cleaning.cleaned), cleaning)
+
+
+def run_boilerplate(
+    spark: SparkSession,
+    input_path: str,
+    output_path: str,
+    config: DedupeConfig,
+    overwrite: bool = False,
+    session: SessionSettings | None = None,
+) -> dict[str, Any]:
+    """``neardup boilerplate INPUT OUTPUT``: every input row and column to ``OUTPUT`` (Parquet
+    data files at its top level) with the text cleaned and ``boilerplate_units`` /
+    ``boilerplate_chars`` added; ``_report.json`` (counts, the most repeated units, seconds
+    per stage) and ``_SUCCESS`` beside them. Staged, then committed. Returns the report."""
+    started = time.perf_counter()
+    timer = StageTimer()
+    check_paths_apart({"input": input_path, "output": output_path})
+    out = OutputDir(spark, output_path, BOILERPLATE_LAYOUT)
+    out.prepare(overwrite)
+    workers_started = start_python_workers(spark)
+    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+    staged = out.staging(run_id)
+    with timer.stage("read"):
+        df, skipped_files = read_corpus(spark, input_path, config.skip_corrupt)
+        check_columns(df, config.id_col, config.text_col)
+        check_boilerplate_columns(df, config)
+    df, _ = grouped_input(df)
+    # Repeats mode keeps the occurrence of one document per unit: ids must name one each.
+    ids_checked = (
+        run_alongside(spark, lambda: check_ids(df, config.id_col))
+        if config.boilerplate.mode == "repeats"
+        else None
+    )
+    try:
+        cleaning = strip_boilerplate(df, config, timer, config.id_col, config.text_col)
+        with timer.stage("write"):
+            cleaning.observed.drop(*COUNT_HELPERS).write.parquet(staged.child(STAGED_DATA_DIR))
+    finally:
+        if ids_checked is not None:
+            ids_checked()
+    workers_started()
+    section = cleaning.report()
+    cleaning.release()
+    wall = time.perf_counter() - started
+    report = {
+        "neardup_spark_version": __version__,
+        "run_id": run_id,
+        "input": input_path,
+        "output": output_path,
+        "config": {**config.to_dict(), **(session.to_dict() if session else {})},
+        **section,
+        "spark": {"version": spark.version, "master": spark.sparkContext.master},
+        "skipped_files": skipped_files,
+        "stage_seconds": timer.seconds,
+        "wall_seconds": round(wall, 3),
+    }
+    staged.write_json(BOILERPLATE_REPORT, report)
+    skipped = {s["path"] for s in skipped_files}
+    manifest = {
+        "run_id": run_id,
+        "neardup_spark_version": __version__,
+        "input": input_path,
+        "input_files": out.file_listing([f for f in df.inputFiles() if f not in skipped]),
+        "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),
+        "counts": section["counts"],
+    }
+    pause_if_asked("before_commit")
+    out.commit(staged, manifest, on_cleared=lambda: pause_if_asked("in_commit"))
+    return report
