@@ -91,8 +91,9 @@ def report_data(
     ``probability`` = :func:`candidate_probability` at those points) or None, ``simhash``
     (SimHash: blocks, tables, bit layout) or None, ``estimates`` (MinHash: ``jaccard`` and
     ``estimate`` of verified pairs, sampled to at most :data:`MAX_SCATTER_POINTS`) or None,
-    ``top_clusters`` (largest first: ``cluster_id``, ``size``, ``members``) and ``corpus``
-    (where the texts came from, or why they are missing).
+    ``top_clusters`` (largest first: ``cluster_id``, ``size``, ``members``), ``corpus``
+    (where the texts came from, or why they are missing) and ``boilerplate`` (report.json's,
+    with ``--strip-boilerplate``; else None).
 
     ``input_path`` overrides the corpus recorded in ``report.json`` (e.g. when the run was
     started from another directory).
@@ -101,6 +102,7 @@ def report_data(
     config: dict[str, Any] = report.get("config") or {}
     method = run_method(report)
     data = run_section(report, output)
+    data["boilerplate"] = report.get("boilerplate")
 
     n_docs, removed = read_removed_rows(output)
     distribution, big = cluster_size_distribution(n_docs, removed)

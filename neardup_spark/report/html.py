@@ -12,6 +12,7 @@ from typing import Any
 
 from neardup_spark.io.filesystem import pyarrow_filesystem
 from neardup_spark.io.finished import child
+from neardup_spark.report.boilerplate import boilerplate_html
 from neardup_spark.report.data import COUNT_EXPLANATIONS, MAX_MEMBERS, TOP_CLUSTERS, report_data
 from neardup_spark.report.figures import figure_pngs
 
@@ -313,6 +314,7 @@ def render_html(data: dict[str, Any], pngs: dict[str, bytes] | None = None) -> s
         f"<h1>Near-duplicate run report</h1><p class='muted'>{_e(run['output'])} · "
         f"neardup-spark {_e(run['version'])} · {_e(run['method'])}</p>"
         + _summary_html(data)
+        + boilerplate_html(data.get("boilerplate"))
         + _stages_html(data)
         + _similarities_html(data, pngs)
         + _cluster_sizes_html(data, pngs)
