@@ -33,7 +33,12 @@ try:
 except ImportError:  # pragma: no cover - numba is a pinned dependency
     njit = None
 
-from neardup_spark.kernels.compiled_words import string_buffers, string_hashes, word_counts
+from neardup_spark.kernels.compiled_words import (
+    murmur3_64,
+    string_buffers,
+    string_hashes,
+    word_counts,
+)
 from neardup_spark.kernels.hashing import GOLDEN64, fmix64
 from neardup_spark.kernels.normalize import DEFAULT_OPTIONS, NormalizeOptions, normalize_texts
 from neardup_spark.kernels.shingles import char_unit_mask, split_words
@@ -61,6 +66,13 @@ def _unit_starts(
         if end > begin:
             starts[u] = begin
             u += 1
+            if not paragraph:  # every byte after a newline starts a unit
+                for i in range(begin, end - 1):
+                    if data[i] == _NEWLINE:
+                        starts[u] = i + 1
+                        u += 1
+                doc_offsets[d + 1] = u
+                continue
             line = begin
             previous_blank = False
             while line < end:
@@ -77,6 +89,47 @@ def _unit_starts(
                 line = i + 1
         doc_offsets[d + 1] = u
     return doc_offsets, u
+
+
+def _ascii_unit_hashes(
+    data: np.ndarray,
+    bounds: np.ndarray,
+    table: np.ndarray,
+    seed: np.uint64,
+    scratch: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Normalise (as the normaliser's ASCII path: ``table`` maps a byte to its lower-cased
+    letter or digit, else a space; runs of spaces collapse, none at the ends), hash and count
+    the words of every unit in one pass; a unit with a non-ASCII byte is only flagged, for the
+    general path. Returns ``(hashes, words, non_ascii)`` (compiled)."""
+    n = bounds.shape[0] - 1
+    hashes = np.zeros(n, dtype=np.uint64)
+    words = np.zeros(n, dtype=np.int32)
+    non_ascii = np.zeros(n, dtype=np.bool_)
+    space = np.uint8(32)
+    for u in range(n):
+        pos = 0
+        prev = space
+        high = np.uint8(0)
+        spaces = 0
+        for i in range(bounds[u], bounds[u + 1]):
+            byte = data[i]
+            high |= byte
+            c = table[byte]
+            scratch[pos] = c
+            keep = (c != space) | (prev != space)
+            spaces += keep & (c == space)
+            pos += keep
+            prev = c
+        if pos > 0 and scratch[pos - 1] == space:
+            pos -= 1
+            spaces -= 1
+        if high >= 128:
+            non_ascii[u] = True
+            continue
+        hashes[u] = murmur3_64(scratch, 0, pos, seed)
+        words[u] = spaces + 1 if pos > 0 else 0
+    return hashes, words, non_ascii
 
 
 def _utf8_chars(data: np.ndarray, begin: int, end: int) -> int:
@@ -164,6 +217,7 @@ if njit is not None:
     _first_in_doc = njit(cache=True, nogil=True)(_first_in_doc)
     _is_ascii_space = njit(inline="always", cache=True)(_is_ascii_space)
     _unit_starts = njit(cache=True, nogil=True)(_unit_starts)
+    _ascii_unit_hashes = njit(cache=True, nogil=True)(_ascii_unit_hashes)
     _utf8_chars = njit(inline="always", cache=True)(_utf8_chars)
     _rebuild = njit(cache=True, nogil=True)(_rebuild)
     _in_doc_lists = njit(cache=True, nogil=True)(_in_doc_lists)
@@ -244,17 +298,51 @@ def unit_features(
     ([2, 0, 2], True)
     """
     units = split_units(texts, unit)
-    normalized = normalize_texts(units.texts(), options)
+    fast = options.strip_punctuation and options.collapse_whitespace and shingle_unit != "char"
+    if njit is not None and fast:  # one compiled pass for ASCII units, as the normaliser does
+        hashes, tokens, general = _ascii_unit_hashes(
+            units.data,
+            units.bounds,
+            _ascii_table(options.casefold),
+            np.uint64(UNIT_HASH_SEED),
+            np.empty(max(int(np.diff(units.bounds).max(initial=0)), 1), dtype=np.uint8),
+        )
+        if general.any():
+            picked = np.flatnonzero(general)
+            hashes[picked], tokens[picked] = _general_features(
+                units.texts().take(pa.array(picked)), options, shingle_unit
+            )
+        return UnitFeatures(units, hashes, tokens)
+    hashes, tokens = _general_features(units.texts(), options, shingle_unit)
+    return UnitFeatures(units, hashes, tokens)
+
+
+def _ascii_table(lower: bool) -> np.ndarray:
+    """ASCII byte -> what the normaliser's ASCII path writes: the (lower-cased) letter or digit,
+    else a space (bytes >= 128 are flagged before the table matters)."""
+    table = np.full(256, 32, dtype=np.uint8)
+    for c in b"0123456789abcdefghijklmnopqrstuvwxyz":
+        table[c] = c
+    for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        table[c] = c + 32 if lower else c
+    return table
+
+
+def _general_features(
+    texts: pa.Array, options: NormalizeOptions, shingle_unit: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hashes and tokens of units through the normaliser itself (any script, any options)."""
+    normalized = normalize_texts(texts, options)
     hashes = string_hashes(normalized, UNIT_HASH_SEED)
     if options.collapse_whitespace:
         tokens = word_counts(normalized)
     else:
         _, parents = split_words(normalized)
-        tokens = np.bincount(parents, minlength=units.count)
+        tokens = np.bincount(parents, minlength=len(texts))
     tokens = tokens.astype(np.int32)
     if shingle_unit != "word":
         _count_characters(normalized, shingle_unit, tokens)
-    return UnitFeatures(units, hashes, tokens)
+    return hashes, tokens
 
 
 def _count_characters(normalized: pa.Array, shingle_unit: str, tokens: np.ndarray) -> None:

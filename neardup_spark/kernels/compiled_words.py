@@ -221,6 +221,10 @@ if njit is not None:
     _shingle_hashes = njit(cache=True, nogil=True)(_shingle_hashes)
     _word_simhashes = njit(cache=True, nogil=True)(_word_simhashes)
 
+# For other compiled kernels: MurmurHash3 x64-128's first 64 bits of ``data[start:start+length]``
+# (``murmur3_64(data, start, length, np.uint64(seed))``), callable from numba code.
+murmur3_64 = _murmur3_64
+
 
 def string_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(utf8 bytes, int64 offsets into them, valid mask)`` of a string array, zero-copy where

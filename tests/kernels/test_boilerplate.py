@@ -24,7 +24,13 @@ from neardup_spark.kernels.boilerplate import (
     unit_features,
     unit_keys,
 )
-from neardup_spark.kernels.normalize import DEFAULT_OPTIONS, NormalizeOptions, normalize_text
+from neardup_spark.kernels.compiled_words import string_hashes, word_counts
+from neardup_spark.kernels.normalize import (
+    DEFAULT_OPTIONS,
+    NormalizeOptions,
+    normalize_text,
+    normalize_texts,
+)
 
 TEXTS = [
     "Home | News | Sport\nBody line one, with words.\n\nBody line two!\nCopyright 2024 Site\n",
@@ -245,3 +251,18 @@ def test_removal_never_adds_text_and_keeps_every_row(pages, unit, seed):
         # What is left is the kept units, in order: a subsequence of the original text.
         rest = iter(before)
         assert all(c in rest for c in after)
+
+
+@pytest.mark.parametrize("casefold", [True, False])
+def test_compiled_ascii_path_equals_the_normaliser(casefold):
+    """The one-pass ASCII path gives the hashes and word counts of normalising each unit."""
+    options = NormalizeOptions(casefold=casefold)
+    rng = np.random.default_rng(3)
+    alphabet = list("abcXYZ019 ,.;!?-\t'\"é日")
+    pages = ["".join(rng.choice(alphabet + ["\n"] * 3, size=200)) for _ in range(50)]
+    features = unit_features(pa.array(pages + TEXTS), "line", options)
+    normalized = normalize_texts(features.units.texts(), options)
+    assert features.hashes.tolist() == string_hashes(normalized, UNIT_HASH_SEED).tolist()
+    words = word_counts(normalized)
+    ascii_units = [t.isascii() for t in features.units.texts().to_pylist()]
+    assert features.tokens[ascii_units].tolist() == words[ascii_units].tolist()
