@@ -4,7 +4,9 @@ against the ``floor`` and ``spark-mllib`` rows at the same size.
 *growth exponent* of a row between consecutive sizes ``n1 < n2``: ``log(t2 / t1) /
 log(n2 / n1)`` on work seconds (1.0 = linear). *x floor*, *x mllib*: the row's docs/s (work)
 over the ``floor`` / ``spark-mllib`` row's at the same size; *x mllib wall*: the same on
-whole-process wall seconds (JVM start included).
+whole-process wall seconds (JVM start included). *time vs*: work seconds over those of the
+row :data:`TIME_REFERENCES` names (``neardup-boilerplate``: floor; ``neardup-strip``:
+``neardup-minhash``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def derive(rows: list[dict[str, Any]]) -> None:
     ok = {(r["docs"], r["row"]): r for r in rows if r.get("status") == "ok"}
     sizes = sorted({r["docs"] for r in rows})
     for r in rows:
-        for key in ("growth_exponent", "vs_floor", "vs_mllib", "vs_mllib_wall"):
+        for key in ("growth_exponent", "vs_floor", "vs_mllib", "vs_mllib_wall", "time_vs"):
             r[key] = None
         if r.get("status") != "ok":
             continue
@@ -54,3 +56,11 @@ def derive(rows: list[dict[str, Any]]) -> None:
         if mllib:
             r["vs_mllib"] = ratio(r["docs_per_second"], mllib["docs_per_second"])
             r["vs_mllib_wall"] = ratio(r["docs_per_second_wall"], mllib["docs_per_second_wall"])
+        reference = ok.get((r["docs"], TIME_REFERENCES.get(r["row"], "")))
+        if reference:
+            r["time_vs"] = ratio(r["work_seconds"], reference["work_seconds"])
+
+
+# Rows whose work seconds are compared with another row's (the boilerplate targets of issue
+# 17: boilerplate <= 1.5x the floor, dedupe --strip-boilerplate <= 1.4x plain dedupe).
+TIME_REFERENCES = {"neardup-boilerplate": "floor", "neardup-strip": "neardup-minhash"}

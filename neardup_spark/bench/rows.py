@@ -22,7 +22,9 @@ Every row runs as its own process on the same generated corpus and is measured t
     memory used.
 
 ``neardup-minhash``, ``neardup-simhash`` run ``neardup dedupe CORPUS OUT --method M --master
-MASTER --threshold T --overwrite``, all outputs written; ``stage_seconds`` are collected. The
+MASTER --threshold T --overwrite``, all outputs written; ``stage_seconds`` are collected;
+``neardup-strip`` is ``neardup-minhash`` with ``--strip-boilerplate``, ``neardup-boilerplate``
+runs ``neardup boilerplate CORPUS OUT`` (no pairs: not scored). The
 other rows run as ``neardup bench-row`` (:mod:`neardup_spark.bench.children`); spark-mllib and
 datasketch are skipped above ``--mllib-max-docs`` / ``--datasketch-max-docs``. A failed or
 timed-out row (``--timeout`` seconds, whole process group killed) is recorded with its error.
@@ -41,7 +43,13 @@ from neardup_spark.bench.corpora import Corpus
 from neardup_spark.bench.processes import child_env, neardup_command, run_measured
 from neardup_spark.bench.settings import BenchSettings
 
-NEARDUP_ROWS = {"neardup-minhash": "minhash", "neardup-simhash": "simhash"}
+NEARDUP_ROWS = {
+    "neardup-minhash": "minhash",
+    "neardup-simhash": "simhash",
+    "neardup-strip": "minhash",
+}
+# Rows that write no pairs/ (nothing to score).
+UNSCORED_ROWS = ("floor", "neardup-boilerplate")
 # What `neardup dedupe` prints after its summary: its SparkSession's start-up, JVM included.
 SPARK_START_LINE = re.compile(r"\(\+ ([0-9.]+) s Spark start-up\)")
 
@@ -61,7 +69,11 @@ def row_command(row: str, corpus: Path, output: Path, settings: BenchSettings) -
             "--threshold",
             str(settings.threshold),
             "--overwrite",
+            *(["--strip-boilerplate"] if row == "neardup-strip" else []),
         ]
+    if row == "neardup-boilerplate":
+        command = [*neardup_command(), "boilerplate", str(corpus), str(output)]
+        return [*command, "--master", settings.master, "--overwrite"]
     command = [*neardup_command(), "bench-row", row, str(corpus), str(output)]
     return [*command, "--master", settings.master, "--threshold", str(settings.threshold)]
 
@@ -129,8 +141,9 @@ def read_timings(row: str, output: Path, log_path: Path) -> dict[str, Any]:
     """What a finished row left behind: ``spark_start_seconds``, ``work_seconds`` and
     ``counts`` (plus ``stage_seconds`` for neardup rows, from ``report.json`` and the Spark
     start-up it printed; ``stats.json`` for the others)."""
-    if row in NEARDUP_ROWS:
-        report = json.loads((output / "report.json").read_text())
+    if row in NEARDUP_ROWS or row == "neardup-boilerplate":
+        name = "_report.json" if row == "neardup-boilerplate" else "report.json"
+        report = json.loads((output / name).read_text())
         match = SPARK_START_LINE.search(log_path.read_text(errors="replace"))
         return {
             "spark_start_seconds": float(match.group(1)) if match else None,

@@ -28,7 +28,7 @@ from scipy.sparse.csgraph import connected_components
 
 from neardup_spark.bench.children import MLLIB_TOKEN_GAPS, NGRAM
 from neardup_spark.bench.corpora import Corpus
-from neardup_spark.bench.rows import NEARDUP_ROWS
+from neardup_spark.bench.rows import NEARDUP_ROWS, UNSCORED_ROWS
 from neardup_spark.errors import UserError
 from neardup_spark.quality.evaluate import evaluate, shingle_matrix
 
@@ -54,7 +54,7 @@ def score_rows(
     truth = read_truth(corpus.truth, ids)
     found: dict[int, FoundPairs] = {}
     for i, record in enumerate(records):
-        if record["status"] == "ok" and record["row"] != "floor":
+        if record["status"] == "ok" and record["row"] not in UNSCORED_ROWS:
             pairs = read_found_pairs(record, ids, precision_sample)
             if pairs is not None:
                 found[i] = pairs

@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-ROWS = ("floor", "neardup-minhash", "neardup-simhash", "spark-mllib", "datasketch")
+ROWS = (
+    "floor",
+    "neardup-minhash",
+    "neardup-simhash",
+    "neardup-strip",
+    "neardup-boilerplate",
+    "spark-mllib",
+    "datasketch",
+)
 DEFAULT_DOCS = "10000,30000,100000"
 DEFAULT_WORKDIR = "out/bench"
 DEFAULT_SEED = 1

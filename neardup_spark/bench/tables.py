@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from neardup_spark.bench.ratios import TIME_REFERENCES
 from neardup_spark.quality.tables import markdown_table
 
 GB = 1024**3
@@ -134,6 +135,13 @@ def format_markdown(results: dict[str, Any]) -> str:
         "pairs with J >= threshold connected by the found pairs; precision = found pairs with "
         "exact J >= threshold.",
     ]
+    boilerplate = [
+        f"- {r['docs']:,} {r['row']}: work {_fmt(r['time_vs'])} x {TIME_REFERENCES[r['row']]}'s"
+        for r in results.get("rows", [])
+        if r.get("time_vs") is not None
+    ]
+    if boilerplate:
+        lines += ["", "Boilerplate rows (work seconds against their reference row):", *boilerplate]
     stages = stage_table(results.get("rows", []))
     if stages:
         lines += ["", "neardup stage seconds (report.json):", "", stages]

@@ -46,3 +46,14 @@ def test_derive_growth_and_ratios(make_row):
     assert big_floor["growth_exponent"] == pytest.approx(1.0)
     assert big_nd["vs_mllib"] is None  # no mllib result at that size
     assert big_ml["growth_exponent"] is None and big_ml["vs_floor"] is None
+
+
+def test_boilerplate_rows_are_timed_against_their_reference(make_row):
+    rows = [
+        make_row(100_000, "floor", 10.0, 12.0),
+        make_row(100_000, "neardup-minhash", 20.0, 22.0),
+        make_row(100_000, "neardup-strip", 25.0, 27.0),
+        make_row(100_000, "neardup-boilerplate", 13.0, 15.0),
+    ]
+    derive(rows)
+    assert [r["time_vs"] for r in rows] == [None, None, 1.25, 1.3]

@@ -97,3 +97,22 @@ def test_neardup_timings_come_from_its_report_and_printed_start_up(tmp_path):
     (tmp_path / "out" / STATS_FILE).write_text("{}")
     with pytest.raises(KeyError):  # recorded as "no timings" by run_row
         read_timings("floor", tmp_path / "out", tmp_path / "log.txt")
+
+
+def test_boilerplate_rows(tmp_path):
+    settings = BenchSettings(master="local[2]")
+    strip = row_command("neardup-strip", "C", "O", settings)
+    assert strip[-11:-1] == row_command("neardup-minhash", "C", "O", settings)[-10:]
+    assert strip[-1] == "--strip-boilerplate"
+    boilerplate = row_command("neardup-boilerplate", "C", "O", settings)
+    assert boilerplate[-6:] == ["boilerplate", "C", "O", "--master", "local[2]", "--overwrite"]
+    (tmp_path / "out").mkdir()
+    report = {
+        "wall_seconds": 2.5,
+        "stage_seconds": {"boilerplate": 1.0},
+        "counts": {"documents": 9},
+    }
+    (tmp_path / "out" / "_report.json").write_text(json.dumps(report))
+    (tmp_path / "log.txt").write_text("wall time 2.5 s (+ 1.5 s Spark start-up)\n")
+    timings = read_timings("neardup-boilerplate", tmp_path / "out", tmp_path / "log.txt")
+    assert timings["work_seconds"] == 2.5 and timings["spark_start_seconds"] == 1.5
