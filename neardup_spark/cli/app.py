@@ -16,6 +16,7 @@ from neardup_spark.cli import (
     bench,
     boilerplate,
     dedupe,
+    eval_boilerplate,
     eval_extract,
     evaluate,
     explain,
@@ -46,6 +47,7 @@ SUBCOMMANDS = (
     generate,
     jvm_archive,
     eval_extract,
+    eval_boilerplate,
 )
 
 

@@ -32,7 +32,9 @@ from neardup_spark.kernels.boilerplate import (
     unit_keys,
 )
 from neardup_spark.kernels.compiled_words import string_hashes
+from neardup_spark.kernels.jaccard import jaccard
 from neardup_spark.kernels.normalize import normalize_texts
+from neardup_spark.kernels.shingles import shingle_sets
 from neardup_spark.quality.templates import generate_template_corpus, template_removal
 
 MIN_DOCS = (2, 3, 5, 10, 20)
@@ -163,3 +165,36 @@ def real_page_grid(
                 }
             )
     return totals, rows
+
+
+def score_template_run(output: str, template_dir: str, threshold: float = 0.8) -> dict[str, Any]:
+    """A dedupe run over a generated template corpus (``template_dir`` as ``neardup generate
+    --templates`` writes it): the share of cross-site copies in one cluster, and of the run's
+    pairs whose *bodies* (the pages without their templates) reach ``threshold`` (exact word
+    5-shingle Jaccard, default normalisation)."""
+    clusters = ds.dataset(f"{output}/clusters", format="parquet").to_table()
+    pairs = ds.dataset(f"{output}/pairs", format="parquet").to_table(columns=["doc_a", "doc_b"])
+    truth = ds.dataset(f"{template_dir}/truth", format="parquet").to_table()
+    lines = ds.dataset(f"{template_dir}/lines", format="parquet").to_table(columns=["id", "body"])
+    cluster_of = dict(
+        zip(
+            clusters.column("doc_id").to_pylist(),
+            clusters.column("cluster_id").to_pylist(),
+            strict=True,
+        )
+    )
+    copies = list(
+        zip(truth.column("doc_a").to_pylist(), truth.column("doc_b").to_pylist(), strict=True)
+    )
+    joined = sum(cluster_of[a] == cluster_of[b] for a, b in copies)
+    row_of = {doc_id: i for i, doc_id in enumerate(lines.column("id").to_pylist())}
+    sets = shingle_sets(normalize_texts(lines.column("body").combine_chunks()), 5, 42, True)
+    a = [row_of[d] for d in pairs.column("doc_a").to_pylist()]
+    b = [row_of[d] for d in pairs.column("doc_b").to_pylist()]
+    similar = sum(jaccard(sets.doc(x), sets.doc(y)) >= threshold for x, y in zip(a, b, strict=True))
+    return {
+        "cross_site_copies": len(copies),
+        "copies_joined": joined / len(copies) if copies else None,
+        "pairs": pairs.num_rows,
+        "pairs_similar_bodies": similar / pairs.num_rows if pairs.num_rows else None,
+    }
