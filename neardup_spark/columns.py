@@ -40,4 +40,5 @@ KEEPER = "__neardup_keeper"  # repeats: the id of the document whose occurrence 
 GROUP = "__neardup_group"  # the group column as a string
 DROP_KEYS = "__neardup_drop_keys"  # keys of the units to remove from this document
 UNITS_WITH_WORDS = "__neardup_units"  # units with words in the original text
+CHARS = "__neardup_chars"  # characters of the original text
 EMPTIED = "__neardup_emptied"  # the text was all boilerplate: now empty

@@ -16,15 +16,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup_spark.batch import BatchFn
+from neardup_spark.batch.documents import documents_columns_fn
 from neardup_spark.batch.text import decode_utf8
 from neardup_spark.columns import (
     BOILERPLATE_CHARS,
     BOILERPLATE_UNITS,
+    CHARS,
     DOC_ID,
     DROP_KEYS,
     EMPTIED,
     GROUP,
     KEEPER,
+    TEXT,
     UNIT_DOCS,
     UNIT_KEY,
     UNITS_WITH_WORDS,
@@ -46,6 +49,10 @@ from neardup_spark.kernels.compiled_words import string_hashes
 NULL_GROUP_SALT = np.uint64(0x6E756C6C67726F75)
 # Characters of a unit's text kept for the report.
 EXAMPLE_CHARS = 300
+
+# What the cleaning adds to each row, in order: the output contract's two columns, then the
+# helpers the run's counts are taken from.
+COUNT_COLUMNS = (BOILERPLATE_UNITS, BOILERPLATE_CHARS, UNITS_WITH_WORDS, EMPTIED, CHARS)
 
 # key -> (the unit's text, its group or None): the report's example of a top unit.
 Examples = dict[int, tuple[str, str | None]]
@@ -239,14 +246,15 @@ def strip_columns_fn(
     then replace the broadcast set's) -> the same rows
     and columns, helpers dropped, the text cleaned (same type; binary stays binary), then
     ``boilerplate_units`` and ``boilerplate_chars`` (int32 / int64 removed), ``__neardup_units``
-    (units with words before) and ``__neardup_emptied``.
+    (units with words before), ``__neardup_emptied`` and ``__neardup_chars`` (characters
+    before): :data:`COUNT_COLUMNS`.
 
     ``boilerplate`` returns the broadcast set on the executor (read once per worker);
     ``on_examples`` receives, per batch, the text of removed units among its ``example_keys``;
     ``keep_emptied`` gives a text that was all boilerplate back whole (still counted emptied).
     """
     repeats = config.boilerplate.mode == "repeats"
-    helpers = {GROUP, DROP_KEYS, BOILERPLATE_UNITS, BOILERPLATE_CHARS}
+    helpers = {GROUP, DROP_KEYS, *COUNT_COLUMNS}
 
     def run(batch: pa.RecordBatch) -> pa.RecordBatch:
         found = boilerplate()
@@ -270,13 +278,45 @@ def strip_columns_fn(
         units_with_words = np.bincount(
             units.doc_of_unit, weights=units.features.tokens > 0, minlength=batch.num_rows
         )
+        chars = pc.fill_null(pc.utf8_length(units.texts), 0).cast(pa.int64())
         columns += [
             pa.array(stripped.removed_units),
             pa.array(stripped.removed_chars),
             pa.array(units_with_words.astype(np.int32)),
             pa.array(stripped.emptied),
+            chars,
         ]
-        names += [BOILERPLATE_UNITS, BOILERPLATE_CHARS, UNITS_WITH_WORDS, EMPTIED]
+        names += [*COUNT_COLUMNS]
         return pa.RecordBatch.from_arrays(columns, names=names)
+
+    return run
+
+
+def cleaned_features_fn(
+    config: DedupeConfig,
+    boilerplate: Callable[[], BoilerplateSet],
+    on_examples: Callable[[Examples], object] | None = None,
+    before_batch: Callable[[], None] | None = None,
+) -> BatchFn:
+    """``dedupe --strip-boilerplate``'s per-document pass in one function: one batch of
+    ``doc_id``, ``text``, optionally ``__neardup_group`` / ``__neardup_drop_keys`` -> the
+    columns of :func:`~neardup_spark.batch.documents.documents_columns_fn` (without the shingle
+    sets) computed on the cleaned texts, then :data:`COUNT_COLUMNS`. A text that was all
+    boilerplate is fingerprinted whole. ``before_batch`` runs first (the fault hook)."""
+    strip = strip_columns_fn(config, TEXT, DOC_ID, boilerplate, on_examples, keep_emptied=True)
+    features = documents_columns_fn(config, with_sets=False)
+
+    def run(batch: pa.RecordBatch) -> pa.RecordBatch:
+        if before_batch is not None:
+            before_batch()
+        cleaned = strip(batch)
+        docs = pa.RecordBatch.from_arrays(
+            [cleaned.column(DOC_ID), cleaned.column(TEXT)], names=[DOC_ID, TEXT]
+        )
+        out = features(docs)
+        return pa.RecordBatch.from_arrays(
+            [*out.columns, *(cleaned.column(n) for n in COUNT_COLUMNS)],
+            names=[*out.schema.names, *COUNT_COLUMNS],
+        )
 
     return run

@@ -28,21 +28,23 @@ from pyspark.sql import functions as F
 
 from neardup_spark import __version__
 from neardup_spark.batch.boilerplate import BoilerplateSet, Examples
-from neardup_spark.columns import DOC_ID, KEEPER, TEXT, UNIT_DOCS, UNIT_KEY
+from neardup_spark.columns import DOC_A, DOC_B, DOC_ID, KEEPER, TEXT, UNIT_DOCS, UNIT_KEY
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.io.corpus import check_columns, check_ids, check_paths_apart, read_corpus
 from neardup_spark.io.output import STAGED_DATA_DIR, OutputDir, OutputLayout
 from neardup_spark.pipeline.execution import grouped_input, run_alongside, start_python_workers
 from neardup_spark.pipeline.reporting import StageTimer
-from neardup_spark.runtime.faults import pause_if_asked
+from neardup_spark.runtime.faults import fail_once_if_asked, pause_if_asked
 from neardup_spark.stages.boilerplate import (
     COUNT_HELPERS,
     ExamplesParam,
     boilerplate_units,
     check_boilerplate_columns,
+    cleaned_document_features,
     count_columns,
     drop_lists,
     stripped_texts,
+    unit_documents,
 )
 
 # The units report.json lists, most documents first.
@@ -126,6 +128,25 @@ def find_boilerplate(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> 
     return FoundBoilerplate(table, units, joined, rows, broadcast)
 
 
+def boilerplate_section(
+    config: DedupeConfig, found: FoundBoilerplate, counts: dict[str, int], examples: Examples
+) -> dict[str, Any]:
+    """A report's ``boilerplate`` section: settings, counts, the most repeated units."""
+    top = []
+    for row in found.top:
+        text, group = examples.get(row["key"], (None, None))
+        entry: dict[str, Any] = {"text": text, "documents": row["documents"]}
+        if config.boilerplate.group_col:
+            entry["group"] = group
+        top.append(entry)
+    return {
+        "settings": {**dataclasses.asdict(config.boilerplate), "text_col": config.text_col},
+        "joined": found.joined,
+        "counts": {**counts, "boilerplate_units": found.units},
+        "top_units": top,
+    }
+
+
 @dataclass
 class Cleaning:
     """The cleaned rows (``cleaned``: every input row, text without boilerplate, the boilerplate
@@ -143,24 +164,7 @@ class Cleaning:
     def report(self) -> dict[str, Any]:
         """The report's ``boilerplate`` section (after the action that read ``observed``)."""
         counts = {k: int(v or 0) for k, v in self.observation.get.items()}
-        counts["boilerplate_units"] = self.found.units
-        examples: Examples = self.examples.value
-        top = []
-        for row in self.found.top:
-            text, group = examples.get(row["key"], (None, None))
-            entry: dict[str, Any] = {"text": text, "documents": row["documents"]}
-            if self.config.boilerplate.group_col:
-                entry["group"] = group
-            top.append(entry)
-        return {
-            "settings": {
-                **dataclasses.asdict(self.config.boilerplate),
-                "text_col": self.config.text_col,
-            },
-            "joined": self.found.joined,
-            "counts": counts,
-            "top_units": top,
-        }
+        return boilerplate_section(self.config, self.found, counts, self.examples.value)
 
     def release(self) -> None:
         self.found.release()
@@ -187,25 +191,50 @@ def strip_boilerplate(
         )
     )
     observation = Observation(f"boilerplate-{uuid.uuid4().hex[:8]}")
-    observed = cleaned.observe(observation, *count_columns(cleaned, text_col))
+    observed = cleaned.observe(observation, *count_columns())
     return Cleaning(cleaned, observed, found, observation, examples, config)
 
 
 @dataclass
 class DedupeCleaning:
-    """The boilerplate step of a dedupe run: ``documents`` (``doc_id``, ``text`` cleaned; the
-    per-document pass reads it, and its counts are observed then), ``texts`` (the same, for
-    verification to recompute the candidates' shingle sets from)."""
+    """The boilerplate step of a dedupe run: ``documents`` (``doc_id``, ``text``, the group)
+    and ``features_of``, the per-document pass that cleans them before it fingerprints them;
+    :meth:`texts_for` gives verification the cleaned texts of the candidate documents."""
 
     documents: DataFrame
-    texts: DataFrame
-    cleaning: Cleaning
+    features_of: Callable[[DataFrame], DataFrame]
+    found: FoundBoilerplate
+    examples: Accumulator[Examples]
+    config: DedupeConfig
+    drops: DataFrame | None
 
-    def report(self) -> dict[str, Any]:
-        return self.cleaning.report()
+    def texts_for(self, candidates: DataFrame, broadcast: bool) -> DataFrame:
+        """``doc_id``, ``text`` (cleaned) of the documents in the candidate pairs only: the
+        cleaning of the others would be thrown away by verification's join."""
+        ids = candidates.select(F.col(DOC_A).alias(DOC_ID)).union(
+            candidates.select(F.col(DOC_B).alias(DOC_ID))
+        )
+        ids = F.broadcast(ids) if broadcast else ids
+        wanted = self.documents.join(ids.distinct(), DOC_ID, "left_semi")
+        clean = stripped_texts(
+            self.config,
+            DOC_ID,
+            TEXT,
+            self.found.boilerplate_set(),
+            self.drops,
+            keep_emptied=True,
+        )
+        return wanted.transform(clean).select(DOC_ID, TEXT)
+
+    def report(self, features: DataFrame) -> dict[str, Any]:
+        """The report's ``boilerplate`` section, its counts summed over the (persisted)
+        per-document table."""
+        row = features.agg(*count_columns()).first()
+        counts = {k: int(v or 0) for k, v in (row.asDict() if row else {}).items()}
+        return boilerplate_section(self.config, self.found, counts, self.examples.value)
 
     def release(self) -> None:
-        self.cleaning.release()
+        self.found.release()
 
 
 def boilerplate_step(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> DedupeCleaning:
@@ -214,20 +243,18 @@ def boilerplate_step(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> 
     shingles, MinHash, SimHash, verification and the exact fingerprint all see them. A page
     that is all boilerplate keeps its whole text: emptied, it would be a singleton, while a
     plain dedupe clusters such pages (the same template and nothing else)."""
+    check_boilerplate_columns(df, config)
     options = config.boilerplate
     keep = [config.id_col, config.text_col]
     keep += [c for c in (options.group_col, *(n for n, _ in options.prefer_order)) if c]
-    rows = df.select(*dict.fromkeys(keep))
-    cleaning = strip_boilerplate(
-        rows, config, timer, config.id_col, config.text_col, keep_emptied=True
+    found = find_boilerplate(df.select(*dict.fromkeys(keep)), config, timer)
+    docs = unit_documents(df, config)
+    examples = df.sparkSession.sparkContext.accumulator({}, ExamplesParam())
+    drops = df.transform(drop_lists(config, found.table)) if found.joined else None
+    features_of = cleaned_document_features(
+        config, found.boilerplate_set(), drops, examples.add, fail_once_if_asked
     )
-
-    def as_documents(cleaned: DataFrame) -> DataFrame:
-        return cleaned.select(
-            F.col(config.id_col).alias(DOC_ID), F.col(config.text_col).alias(TEXT)
-        )
-
-    return DedupeCleaning(as_documents(cleaning.observed), as_documents(cleaning.cleaned), cleaning)
+    return DedupeCleaning(docs, features_of, found, examples, config, drops)
 
 
 def run_boilerplate(

@@ -84,14 +84,20 @@ def dedupe(
     ranking = preference_table(df, config.id_col, config.preference) if config.prefer else None
     df, parts = grouped_input(df)  # the per-document pass, verification and deduplicated/ read it
     cleaning = boilerplate_step(df, config, timer) if config.strip_boilerplate else None
-    documents = cleaning.documents if cleaning else None
-    features, counts = document_table(df, parts, config, timer, documents)
+    features, counts = document_table(
+        df,
+        parts,
+        config,
+        timer,
+        cleaning.documents if cleaning else None,
+        cleaning.features_of if cleaning else None,
+    )
     intermediates: list[DataFrame] = []  # released once the pairs are materialised
     exact, unique_docs = exact_copy_pairs(features, config, timer, counts, intermediates)
     pair_parts = [exact] if exact is not None else []
     counts["candidate_pairs"] = counts["near_pairs"] = 0
     if config.method != "exact":
-        texts = cleaning.texts if cleaning else as_documents(df, config.id_col, config.text_col)
+        texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
         pair_parts.append(
             near_duplicate_pairs(features, texts, unique_docs, config, timer, counts, intermediates)
         )
@@ -125,7 +131,8 @@ def dedupe(
     clusters, deduplicated = output_tables(df, features, members, config, counts)
     report = run_report(config, counts, rounds, timer)
     if cleaning:
-        report["boilerplate"] = cleaning.report()
+        with timer.stage("boilerplate"):
+            report["boilerplate"] = cleaning.report(features)
         cleaning.release()
     return DedupeResult(clusters, pairs, deduplicated, report, [features, pairs, members])
 

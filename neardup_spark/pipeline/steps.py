@@ -57,20 +57,22 @@ def document_table(
     config: DedupeConfig,
     timer: StageTimer,
     documents: DataFrame | None = None,
+    features_of: Callable[[DataFrame], DataFrame] | None = None,
 ) -> tuple[DataFrame, dict[str, int]]:
     """The one per-document pass (persisted; no shingle sets: verification recomputes those of
     the candidates only) and the input counts, with the id check running alongside it (a bad id
     cancels the pass and is the error raised). ``check_ids`` times what is left of the check
     once the pass is done. ``documents`` (``doc_id``, ``text``; default: ``df``'s id and text
-    columns) is what the pass reads."""
+    columns) is what the pass reads; ``features_of`` replaces the pass (the boilerplate step's
+    cleaning one)."""
     spark = df.sparkSession
     wait_for_id_check = run_alongside(spark, lambda: check_ids(df, config.id_col))
     if documents is None:
         documents = as_documents(df, config.id_col, config.text_col)
     docs = spread(documents, parts)
-    features = docs.transform(
-        document_features(config, with_sets=False, before_batch=fail_once_if_asked)
-    ).persist(BULK_STORAGE)
+    if features_of is None:
+        features_of = document_features(config, with_sets=False, before_batch=fail_once_if_asked)
+    features = docs.transform(features_of).persist(BULK_STORAGE)
     try:
         with timer.stage("sketch") as counted:
             counts = input_counts(features, config.ngram, config.char_ngram)
@@ -128,7 +130,7 @@ def candidate_pairs(
 
 def near_duplicate_pairs(
     features: DataFrame,
-    texts: DataFrame,
+    texts: DataFrame | Callable[[DataFrame, bool], DataFrame],
     unique_docs: DataFrame,
     config: DedupeConfig,
     timer: StageTimer,
@@ -136,10 +138,13 @@ def near_duplicate_pairs(
     intermediates: list[DataFrame],
 ) -> DataFrame:
     """Candidates from ``unique_docs``' band keys, scored with ``features``' SimHash or with
-    MinHash sets recomputed from ``texts`` (``doc_id``, ``text``) -> verified ``pairs/`` rows."""
+    MinHash sets recomputed from ``texts`` (``doc_id``, ``text``; or a function of the
+    candidates and whether to broadcast them giving those) -> verified ``pairs/`` rows."""
     candidates = candidate_pairs(unique_docs, config, timer, counts, intermediates)
     if config.method == "minhash":
         broadcast = 2 * counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
+        if callable(texts):
+            texts = texts(candidates, broadcast)
         scored = candidates.transform(score_candidate_texts(texts, config, broadcast))
         passes = F.col(JACCARD) >= config.threshold
     else:

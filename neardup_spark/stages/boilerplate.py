@@ -16,6 +16,7 @@ from neardup_spark.batch import over_batches
 from neardup_spark.batch.boilerplate import (
     BoilerplateSet,
     Examples,
+    cleaned_features_fn,
     document_unit_keys_fn,
     strip_columns_fn,
     unit_counts_fn,
@@ -23,6 +24,7 @@ from neardup_spark.batch.boilerplate import (
 from neardup_spark.columns import (
     BOILERPLATE_CHARS,
     BOILERPLATE_UNITS,
+    CHARS,
     DOC_ID,
     DROP_KEYS,
     EMPTIED,
@@ -35,9 +37,18 @@ from neardup_spark.columns import (
 )
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
+from neardup_spark.stages.documents import documents_schema
 
 # Columns the cleaning pass adds for the run's counts (observed, then dropped).
-COUNT_HELPERS = (UNITS_WITH_WORDS, EMPTIED)
+COUNT_HELPERS = (UNITS_WITH_WORDS, EMPTIED, CHARS)
+# The schema of the cleaning's count columns (batch.boilerplate.COUNT_COLUMNS).
+COUNT_FIELDS = [
+    T.StructField(BOILERPLATE_UNITS, T.IntegerType(), False),
+    T.StructField(BOILERPLATE_CHARS, T.LongType(), False),
+    T.StructField(UNITS_WITH_WORDS, T.IntegerType(), False),
+    T.StructField(EMPTIED, T.BooleanType(), False),
+    T.StructField(CHARS, T.LongType(), False),
+]
 
 
 def check_boilerplate_columns(df: DataFrame, config: DedupeConfig) -> None:
@@ -156,17 +167,9 @@ def drop_lists(config: DedupeConfig, boilerplate: DataFrame) -> Callable[[DataFr
 def stripped_schema(df: DataFrame) -> T.StructType:
     """Output schema of :func:`stripped_texts`: the input's columns (helpers left out), then the
     counts."""
-    helpers = {GROUP, DROP_KEYS, BOILERPLATE_UNITS, BOILERPLATE_CHARS}
+    helpers = {GROUP, DROP_KEYS, *(f.name for f in COUNT_FIELDS)}
     fields = [f for f in df.schema.fields if f.name not in helpers]
-    return T.StructType(
-        [
-            *fields,
-            T.StructField(BOILERPLATE_UNITS, T.IntegerType(), False),
-            T.StructField(BOILERPLATE_CHARS, T.LongType(), False),
-            T.StructField(UNITS_WITH_WORDS, T.IntegerType(), False),
-            T.StructField(EMPTIED, T.BooleanType(), False),
-        ]
-    )
+    return T.StructType([*fields, *COUNT_FIELDS])
 
 
 def stripped_texts(
@@ -181,8 +184,8 @@ def stripped_texts(
     """Rows -> the same rows (every one, all columns) with the boilerplate units removed from
     ``text_col``, plus ``boilerplate_units`` (units removed), ``boilerplate_chars``
     (characters removed: the text's length went down by as much), and the count helpers
-    ``__neardup_units`` (units with words before) and ``__neardup_emptied`` (the text was all
-    boilerplate and is now empty).
+    ``__neardup_units`` (units with words before), ``__neardup_emptied`` (the text was all
+    boilerplate and is now empty) and ``__neardup_chars`` (characters before).
 
     ``boilerplate`` gives the broadcast :class:`BoilerplateSet` on the executors; with ``drops``
     (:func:`drop_lists`) each document's own list is joined to it instead and the set only names
@@ -197,10 +200,7 @@ def stripped_texts(
         if group_col:
             rows = rows.withColumn(GROUP, F.col(group_col).cast("string"))
         if drops is not None:
-            keyed = drops.withColumnRenamed(DOC_ID, "__neardup_drop_id")
-            rows = rows.join(keyed, F.col(id_col) == F.col("__neardup_drop_id"), "left").drop(
-                "__neardup_drop_id"
-            )
+            rows = _with_drops(rows, id_col, drops)
         per_batch = strip_columns_fn(
             config, text_col, id_col, boilerplate, on_examples, keep_emptied
         )
@@ -209,8 +209,37 @@ def stripped_texts(
     return transform
 
 
-def count_columns(stripped: DataFrame, text_col: str) -> list[Column]:
-    """Aggregates of :func:`stripped_texts`' output: the run's boilerplate counts."""
+def _with_drops(rows: DataFrame, id_col: str, drops: DataFrame) -> DataFrame:
+    """``rows`` with each document's ``__neardup_drop_keys`` (null when it has none)."""
+    keyed = drops.withColumnRenamed(DOC_ID, "__neardup_drop_id")
+    joined = rows.join(keyed, F.col(id_col) == F.col("__neardup_drop_id"), "left")
+    return joined.drop("__neardup_drop_id")
+
+
+def cleaned_document_features(
+    config: DedupeConfig,
+    boilerplate: Callable[[], BoilerplateSet],
+    drops: DataFrame | None = None,
+    on_examples: Callable[[Examples], object] | None = None,
+    before_batch: Callable[[], None] | None = None,
+) -> Callable[[DataFrame], DataFrame]:
+    """Documents (``doc_id``, ``text``, optionally ``__neardup_group``) -> the per-document
+    pass's table (:func:`~neardup_spark.stages.documents.documents_schema`, no shingle sets)
+    of their cleaned texts, plus the cleaning's count columns: cleaning and fingerprinting in
+    one Arrow pass (``dedupe --strip-boilerplate``). ``boilerplate``, ``drops``,
+    ``on_examples``: as for :func:`stripped_texts`; ``before_batch`` runs before each batch."""
+
+    def transform(docs: DataFrame) -> DataFrame:
+        schema = documents_schema(config, docs.schema[DOC_ID].dataType, with_sets=False)
+        rows = docs if drops is None else _with_drops(docs, DOC_ID, drops)
+        per_batch = cleaned_features_fn(config, boilerplate, on_examples, before_batch)
+        return rows.mapInArrow(over_batches(per_batch), T.StructType([*schema, *COUNT_FIELDS]))
+
+    return transform
+
+
+def count_columns() -> list[Column]:
+    """Aggregates of the cleaning's count columns: the run's boilerplate counts."""
     removed = F.col(BOILERPLATE_UNITS)
     return [
         F.count(F.lit(1)).alias("documents"),
@@ -218,7 +247,7 @@ def count_columns(stripped: DataFrame, text_col: str) -> list[Column]:
         F.sum(F.col(EMPTIED).cast("long")).alias("documents_emptied"),
         F.sum(F.col(UNITS_WITH_WORDS).cast("long")).alias("units"),
         F.sum(removed.cast("long")).alias("units_removed"),
-        F.sum(F.length(F.col(text_col)) + F.col(BOILERPLATE_CHARS)).alias("chars"),
+        F.sum(F.col(CHARS)).alias("chars"),
         F.sum(F.col(BOILERPLATE_CHARS)).alias("chars_removed"),
     ]
 

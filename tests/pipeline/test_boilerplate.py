@@ -218,3 +218,21 @@ def test_cleaning_never_adds_text_and_keeps_every_row(spark, texts, mode):
         if before is not None:
             rest = iter(before)
             assert len(after) <= len(before) and all(c in rest for c in after)
+
+
+def test_strip_by_join_equals_strip_by_broadcast(spark, hand_made):
+    """A boilerplate set too large to broadcast is joined to the documents: same clusters, same
+    counts; and a page that is all boilerplate is fingerprinted whole."""
+    df = spark.read.parquet(hand_made)
+    results = []
+    for limit in (2_000_000, 0):
+        options = {"broadcast_max_units": limit, "min_docs": 3}
+        config = build_config(options={"strip_boilerplate": True, "boilerplate": options})
+        result = dedupe(df, config)
+        clusters = sorted(result.clusters.toArrow().to_pylist(), key=lambda r: r["doc_id"])
+        results.append((clusters, result.report["boilerplate"]["counts"]))
+        assert result.report["boilerplate"]["joined"] == (limit == 0)
+        result.release()
+    assert results[0] == results[1]
+    assert results[0][1]["documents_emptied"] == 1 and results[0][1]["units_removed"] == 6
+    assert all(row["cluster_id"] == row["doc_id"] for row in results[0][0])  # a3 stays itself
