@@ -18,7 +18,7 @@ COMPAT_SPARK_spark4 := pyspark>=4,<5
 COMPAT_PYTHON_spark35 ?= $(firstword $(shell command -v python3.10) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
 COMPAT_PYTHON_spark4 ?= $(firstword $(shell command -v python3.13) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
-.PHONY: help setup demo test test-compat lock lint format bench bench-nightly cluster-test eval-extract clean
+.PHONY: help setup demo test test-compat lock lint format bench bench-nightly cluster-test eval-extract eval-boilerplate clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -75,6 +75,12 @@ cluster-test: $(STAMP)  ## standalone master+worker on 127.0.0.1, spark-submit t
 
 eval-extract: $(STAMP)  ## main-content extraction F1 and WARC reader speed on ../shared/data
 	$(BIN)/neardup eval-extract
+
+EVAL_BP := out/eval-boilerplate
+eval-boilerplate: $(STAMP)  ## boilerplate settings on generated template pages and the WARC samples of ../shared/data
+	$(BIN)/neardup ingest ../shared/data/warc $(EVAL_BP)/text --extract text --overwrite
+	$(BIN)/neardup ingest ../shared/data/warc $(EVAL_BP)/main --extract main --overwrite
+	$(BIN)/neardup eval-boilerplate --real $(EVAL_BP)/text/corpus $(EVAL_BP)/main/corpus
 
 lint: $(STAMP)  ## ruff, mypy and the architecture contracts (import-linter)
 	$(BIN)/ruff check .

@@ -197,7 +197,7 @@ def stripped_texts(
 
     def transform(df: DataFrame) -> DataFrame:
         rows = df
-        if group_col:
+        if group_col and GROUP not in rows.columns:  # else unit_documents made it
             rows = rows.withColumn(GROUP, F.col(group_col).cast("string"))
         if drops is not None:
             rows = _with_drops(rows, id_col, drops)

@@ -168,7 +168,9 @@ def test_strip_boilerplate_inside_dedupe(spark, templates):
     plain_joined = truth_pairs_joined(plain.clusters.toArrow(), truth)
     plain.release()
     for method in ("minhash", "simhash", "exact"):
-        config = build_config(options={"strip_boilerplate": True, "method": method})
+        grouping = {"group_col": "site"} if method == "minhash" else {}
+        options = {"strip_boilerplate": True, "method": method, "boilerplate": grouping}
+        config = build_config(options=options)
         result = dedupe(df, config)
         clusters = result.clusters.toArrow()
         joined = truth_pairs_joined(clusters, truth)
