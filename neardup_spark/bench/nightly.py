@@ -58,6 +58,7 @@ from neardup_spark.nightly.run import run_incremental
 from neardup_spark.nightly.store import Index
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.runtime.session import build_session
+from neardup_spark.runtime.spark_compat import to_arrow
 
 log = logging.getLogger(__name__)
 
@@ -306,7 +307,7 @@ def cross_day_recall(
         return None
     rows = Index.open(session, index_dir).docs_rows()
     assert rows is not None  # the night was indexed
-    clusters = latest_rows(rows).select(DOC_ID, CLUSTER_ID).toArrow()
+    clusters = to_arrow(latest_rows(rows).select(DOC_ID, CLUSTER_ID))
     ids, cluster_ids = clusters.column(DOC_ID), clusters.column(CLUSTER_ID)
     of_a = pc.take(cluster_ids, pc.index_in(across.column(DOC_A), ids))
     of_b = pc.take(cluster_ids, pc.index_in(across.column(DOC_B), ids))

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from neardup_spark.columns import DOC_ID
 from neardup_spark.nightly.store import WRITTEN
 from neardup_spark.pipeline.execution import maybe_broadcast
+from neardup_spark.runtime.spark_compat import from_arrow, to_arrow
 
 _LATEST = "latest"
 
@@ -60,12 +61,12 @@ def current_rows_collected(
     (one job); unless every document has one row (``one_version``: the index has one ``docs``
     segment), every version of the documents they name comes back too (a second job), whose
     latest rows are kept where ``still_matching`` (the same filter, on Arrow) holds."""
-    matched = _distinct(matching(rows).toArrow())
+    matched = _distinct(to_arrow(matching(rows)))
     if one_version or not matched.num_rows:
         return matched
     ids = pa.table({DOC_ID: pc.unique(matched.column(DOC_ID))})
-    wanted = maybe_broadcast(rows.sparkSession.createDataFrame(ids), ids.num_rows)
-    latest = _latest(rows.join(wanted, DOC_ID, "left_semi").toArrow())
+    wanted = maybe_broadcast(from_arrow(rows.sparkSession, ids), ids.num_rows)
+    latest = _latest(to_arrow(rows.join(wanted, DOC_ID, "left_semi")))
     return latest.filter(still_matching(latest))
 
 

@@ -48,6 +48,7 @@ from neardup_spark.nightly.stable_ids import (
 from neardup_spark.nightly.steps import BatchContext, batch_documents
 from neardup_spark.nightly.store import BATCH, DOCS, FP_A, FP_B
 from neardup_spark.pipeline.execution import maybe_broadcast
+from neardup_spark.runtime.spark_compat import from_arrow, to_arrow
 
 _SIDE_ROWS_PER_BATCH = 4096  # side rows scored at once (two per pair)
 
@@ -63,7 +64,7 @@ class Night:
 def night_on_driver(ctx: BatchContext, features: DataFrame) -> Night:
     """The per-document table of the batch, collected (one row per document, no texts), and
     its distinct contents, each with its smallest document."""
-    table = features.select(DOC_ID, HAS_TEXT, EXACT_FP, BAND_KEYS).toArrow()
+    table = to_arrow(features.select(DOC_ID, HAS_TEXT, EXACT_FP, BAND_KEYS))
     docs = table.select([DOC_ID, HAS_TEXT, EXACT_FP])
     texts = table.filter(table.column(HAS_TEXT))
     order = pc.sort_indices(texts, [(EXACT_FP, "ascending"), (DOC_ID, "ascending")])
@@ -95,7 +96,7 @@ def probe_on_driver(ctx: BatchContext, night: Night) -> Probed:
         return Probed(np.zeros(0, np.int64), empty)
     fps = np.sort(night.contents.column(EXACT_FP).to_numpy())
     keys = np.unique(pc.list_flatten(night.contents.column(BAND_KEYS)).to_numpy())
-    hits = probe_index(ctx.spark, parts, fps, keys, ctx.config.bucket_all_pairs_max).toArrow()
+    hits = to_arrow(probe_index(ctx.spark, parts, fps, keys, ctx.config.bucket_all_pairs_max))
     kind = hits.column(KIND).to_numpy()
     known = np.unique(hits.column(EXACT_FP).to_numpy()[kind == KNOWN])
     matches = hits.filter(pa.array(kind == MATCH)).select([BAND_KEY, EXACT_FP, PART, ROW])
@@ -154,12 +155,11 @@ def texts_on_driver(ctx: BatchContext, fresh: pa.Table, stored: pa.Table) -> pa.
     smallest documents' rows, normalised as the per-document pass does), the indexed ones'
     from their parts (only the record batches holding them). Columns ``exact_fp``, ``text``."""
     spark = ctx.spark
-    reps = spark.createDataFrame(fresh.select([DOC_ID, EXACT_FP]))
-    rows = (
+    reps = from_arrow(spark, fresh.select([DOC_ID, EXACT_FP]))
+    rows = to_arrow(
         batch_documents(ctx.df, ctx.config)
         .join(maybe_broadcast(reps, fresh.num_rows), DOC_ID)
         .select(EXACT_FP, TEXT)
-        .toArrow()
     )
     normalize = normalized_texts_fn(ctx.config)
     fp_parts = [rows.column(EXACT_FP).combine_chunks()]
@@ -247,11 +247,9 @@ def touched_on_driver(
             _stored_neighbours(ctx, probed.known),
         ]
     )
-    ids_df = maybe_broadcast(spark.createDataFrame(ids), ids.num_rows)
+    ids_df = maybe_broadcast(from_arrow(spark, ids), ids.num_rows)
     fps_array = pa.array(neighbour_fps, pa.int64())
-    fps_df = maybe_broadcast(
-        spark.createDataFrame(pa.table({EXACT_FP: fps_array})), len(neighbour_fps)
-    )
+    fps_df = maybe_broadcast(from_arrow(spark, pa.table({EXACT_FP: fps_array})), len(neighbour_fps))
     new_ids = ids.column(DOC_ID).combine_chunks()
     one_version = sum(1 for s in ctx.index.segments if s["rows"].get(DOCS)) <= 1
 
@@ -285,7 +283,7 @@ def touched_on_driver(
     if len(touched):
         touched_ids = pa.array(touched, ids.schema.field(DOC_ID).type)
         clusters = maybe_broadcast(
-            spark.createDataFrame(pa.table({CLUSTER_ID: touched_ids})), len(touched)
+            from_arrow(spark, pa.table({CLUSTER_ID: touched_ids})), len(touched)
         )
 
         def in_touched(docs: DataFrame) -> DataFrame:
@@ -355,12 +353,12 @@ def _stored_neighbours(ctx: BatchContext, known: np.ndarray) -> np.ndarray:
     stored = ctx.index.pairs()
     if stored is None or not len(known):
         return np.zeros(0, np.int64)
-    held = ctx.spark.createDataFrame(pa.table({EXACT_FP: pa.array(known, pa.int64())}))
+    held = from_arrow(ctx.spark, pa.table({EXACT_FP: pa.array(known, pa.int64())}))
     side = maybe_broadcast(held, len(known))
     incident = stored.join(side.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi").unionByName(
         stored.join(side.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
     )
-    ends = incident.select(FP_A, FP_B).toArrow()
+    ends = to_arrow(incident.select(FP_A, FP_B))
     return np.r_[ends.column(FP_A).to_numpy(), ends.column(FP_B).to_numpy()]
 
 
@@ -375,12 +373,12 @@ def cluster_on_driver_night(
         history = touched.history
         member_fps = np.unique(history.filter(history.column(HAS_TEXT)).column(EXACT_FP).to_numpy())
         wanted = maybe_broadcast(
-            ctx.spark.createDataFrame(pa.table({EXACT_FP: pa.array(member_fps, pa.int64())})),
+            from_arrow(ctx.spark, pa.table({EXACT_FP: pa.array(member_fps, pa.int64())})),
             len(member_fps),
         )
         within = stored.join(wanted.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi").join(
             wanted.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi"
         )
-        all_edges.append(within.select(FP_A, FP_B, JACCARD, ESTIMATE).toArrow())
+        all_edges.append(to_arrow(within.select(FP_A, FP_B, JACCARD, ESTIMATE)))
     joined = pa.concat_tables(all_edges, promote_options="permissive")
     return cluster_members(touched.history, joined)

@@ -31,10 +31,11 @@ from neardup_spark.batch.boilerplate import BoilerplateSet, Examples
 from neardup_spark.columns import DOC_A, DOC_B, DOC_ID, KEEPER, TEXT, UNIT_DOCS, UNIT_KEY
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.io.corpus import check_columns, check_ids, check_paths_apart, read_corpus
-from neardup_spark.io.output import STAGED_DATA_DIR, OutputDir, OutputLayout
+from neardup_spark.io.output import OutputDir, OutputLayout
 from neardup_spark.pipeline.execution import grouped_input, run_alongside, start_python_workers
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.runtime.faults import fail_once_if_asked, pause_if_asked
+from neardup_spark.runtime.spark_compat import to_arrow
 from neardup_spark.stages.boilerplate import (
     COUNT_HELPERS,
     ExamplesParam,
@@ -49,20 +50,17 @@ from neardup_spark.stages.boilerplate import (
 
 # The units report.json lists, most documents first.
 TOP_UNITS = 50
+# Where the cleaned corpus's data files are staged before the commit moves them into OUTPUT.
+STAGED_DATA_DIR = "data"
 BOILERPLATE_REPORT = "_report.json"
 # OUTPUT of `neardup boilerplate` is the cleaned corpus itself: data files at the top level,
 # the report, manifest and _SUCCESS beside them (names starting with "_", which readers skip).
 BOILERPLATE_LAYOUT = OutputLayout(
     committed=(BOILERPLATE_REPORT,),
     kind="boilerplate run",
-    data_files=True,
+    data_dir=STAGED_DATA_DIR,
     manifest="_manifest.json",
 )
-
-
-def _as_arrow(df: DataFrame) -> pa.Table:
-    """A small DataFrame on the driver as one Arrow table."""
-    return df.toArrow()
 
 
 @dataclass
@@ -111,9 +109,9 @@ def find_boilerplate(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> 
         joined = units > config.boilerplate.broadcast_max_units
         keys, keepers = np.zeros(0, dtype=np.uint64), None
         if joined:
-            top = _as_arrow(table.orderBy(F.desc(UNIT_DOCS), UNIT_KEY).limit(TOP_UNITS))
+            top = to_arrow(table.orderBy(F.desc(UNIT_DOCS), UNIT_KEY).limit(TOP_UNITS))
         else:
-            collected = _as_arrow(table)
+            collected = to_arrow(table)
             signed = collected.column(UNIT_KEY).to_numpy()
             order = np.lexsort((signed, -collected.column(UNIT_DOCS).to_numpy()))
             top = collected.take(pa.array(order[:TOP_UNITS]))
