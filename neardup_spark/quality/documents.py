@@ -54,7 +54,40 @@ class Structure:
 
 def structure(rng: np.random.Generator, targets: np.ndarray) -> Structure:
     """Whole sentences until each document reaches its target word count; targets below
-    ``SENTENCE_MIN`` give one sentence of exactly that many words (none for 0)."""
+    ``SENTENCE_MIN`` give one sentence of exactly that many words (none for 0).
+
+    Draws every document's sentences (:func:`sentence_layout`), then every document's
+    paragraphs (:func:`paragraph_layout`). Each half draws document after document, so calling
+    it on consecutive ranges of documents draws what one call on all of them draws (a streamed
+    corpus replays a range from the generator's state at its start)."""
+    sentence_lengths, per_doc = sentence_layout(rng, targets)
+    paragraph_end, n_paragraphs = paragraph_layout(rng, per_doc)
+    return layout_structure(sentence_lengths, per_doc, paragraph_end, n_paragraphs)
+
+
+def layout_structure(
+    sentence_lengths: np.ndarray,
+    per_doc: np.ndarray,
+    paragraph_end: np.ndarray,
+    n_paragraphs: np.ndarray,
+) -> Structure:
+    """The :class:`Structure` of documents from their two layouts."""
+    n_docs = per_doc.size
+    sentence_offsets = np.zeros(n_docs + 1, dtype=np.int64)
+    np.cumsum(per_doc, out=sentence_offsets[1:])
+    sentence_doc = np.repeat(np.arange(n_docs), per_doc)
+    n_words = np.bincount(sentence_doc, weights=sentence_lengths, minlength=n_docs)
+    return Structure(
+        sentence_offsets=sentence_offsets,
+        sentence_lengths=sentence_lengths.astype(np.int64),
+        paragraph_end=paragraph_end,
+        n_words=n_words.astype(np.int64),
+        n_paragraphs=n_paragraphs.astype(np.int64),
+    )
+
+
+def sentence_layout(rng: np.random.Generator, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sentence lengths, sentences per document)``: whole sentences until each target."""
     n_docs = targets.size
     short = targets < SENTENCE_MIN
     slots = np.where(short, np.minimum(targets, 1), -(-targets // SENTENCE_MIN))
@@ -65,20 +98,24 @@ def structure(rng: np.random.Generator, targets: np.ndarray) -> Structure:
     lengths[slot_start[has_short]] = targets[has_short]
     before = local_cumsum(lengths, slots) - lengths
     keep = before < np.repeat(targets, slots)
-    sentence_lengths = lengths[keep]
     sentence_doc = np.repeat(np.arange(n_docs), slots)[keep]
-    per_doc = np.bincount(sentence_doc, minlength=n_docs)
+    return lengths[keep], np.bincount(sentence_doc, minlength=n_docs)
+
+
+def paragraph_layout(
+    rng: np.random.Generator, per_doc: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(paragraph_end per sentence, paragraphs per document)`` for documents of ``per_doc``
+    sentences: paragraph lengths drawn per document, cut where its sentences run out."""
+    n_docs = per_doc.size
     sentence_offsets = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum(per_doc, out=sentence_offsets[1:])
-    n_words = np.bincount(sentence_doc, weights=sentence_lengths, minlength=n_docs)
-
-    # Paragraph lengths drawn per document, cut where its sentences run out.
     p_slots = -(-per_doc // PARAGRAPH_MIN)
     p_lengths = rng.integers(PARAGRAPH_MIN, PARAGRAPH_MAX + 1, size=int(p_slots.sum()))
     p_ends = local_cumsum(p_lengths, p_slots)  # sentences up to each break, within its doc
     p_doc = np.repeat(np.arange(n_docs), p_slots)
     inner = p_ends < per_doc[p_doc]  # a break before the document's last sentence
-    paragraph_end = np.zeros(sentence_lengths.size, dtype=bool)
+    paragraph_end = np.zeros(int(sentence_offsets[-1]), dtype=bool)
     paragraph_end[sentence_offsets[p_doc[inner]] + p_ends[inner] - 1] = True
     # A last paragraph of one or two sentences joins the one before it.
     n_breaks = np.bincount(p_doc[inner], minlength=n_docs)
@@ -88,14 +125,7 @@ def structure(rng: np.random.Generator, targets: np.ndarray) -> Structure:
     merge = per_doc[with_break] - last_break < PARAGRAPH_MIN
     paragraph_end[sentence_offsets[with_break[merge]] + last_break[merge] - 1] = False
     n_breaks[with_break[merge]] -= 1
-    n_paragraphs = np.where(per_doc > 0, n_breaks + 1, 0)
-    return Structure(
-        sentence_offsets=sentence_offsets,
-        sentence_lengths=sentence_lengths.astype(np.int64),
-        paragraph_end=paragraph_end,
-        n_words=n_words.astype(np.int64),
-        n_paragraphs=n_paragraphs.astype(np.int64),
-    )
+    return paragraph_end, np.where(per_doc > 0, n_breaks + 1, 0)
 
 
 def original_tokens(

@@ -1,7 +1,11 @@
 """A synthetic web-crawl-like corpus with planted near-duplicates and their exact Jaccard.
 
-Pure Python, NumPy and PyArrow (no Spark): :func:`generate_corpus` builds the tables in memory,
-:func:`write_corpus` writes them as Parquet for the ``neardup generate`` command.
+Pure Python, NumPy and PyArrow (no Spark): :func:`generate_corpus` builds the tables in memory
+(small corpora, tests); :func:`write_corpus` streams them to Parquet for the ``neardup generate``
+command, in memory that does not grow with the texts: the plan (:mod:`~neardup_spark.quality.plan`,
+~60 bytes a document) is drawn first, then each batch of originals and their copies is made,
+measured and spilled to disk by destination file (:mod:`~neardup_spark.quality.spill`), and the
+files are written in row order from the spill. Both give the same corpus.
 
 The text (:mod:`~neardup_spark.quality.language`, :mod:`~neardup_spark.quality.documents`)
     Pseudo-words built from syllables (30,000 of them, one to four syllables; short words are
@@ -44,8 +48,8 @@ import logging
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,24 +62,23 @@ from neardup_spark.errors import UserError
 from neardup_spark.kernels.jaccard import jaccard
 from neardup_spark.kernels.normalize import normalize_texts
 from neardup_spark.kernels.shingles import shingle_sets
-from neardup_spark.quality.documents import SENTENCE_MIN, Structure, original_tokens, structure
-from neardup_spark.quality.edits import EDITS, KINDS, REORDER_MIN_PARAGRAPHS
+from neardup_spark.quality.documents import original_tokens
+from neardup_spark.quality.edits import EDITS, KINDS
 from neardup_spark.quality.language import Language, language, render
+from neardup_spark.quality.plan import Plan, plan_corpus
+from neardup_spark.quality.spill import RowOrderSpill, take_chunked
 
 log = logging.getLogger(__name__)
+progress = logging.getLogger("neardup_spark.progress")
 
-COPY_FRACTION = 0.3
 SHINGLE_K = 5  # words per shingle of the truth Jaccard (the job's default ngram)
 SHINGLE_SEED = 42  # word-hash seed; it does not change a Jaccard
 MIN_ID_DIGITS = 7
 ID_PREFIX = "doc-"
 BATCH_DOCS = 5000  # originals generated (and measured) per batch
-MIN_SOURCE_WORDS = 5
-SHORT_DOCS_PER = 500  # one document of 1-4 words per this many documents
-EMPTY_DOC_MIN_CORPUS = 1000  # corpora at least this large get one empty document
-DOC_MIN_WORDS = 20
-DOC_MAX_FACTOR = 8
-LENGTH_SIGMA = 0.5  # of log(document length)
+# Truth rows per Parquet row group (pyarrow's default): the streamed truth file is then the one
+# ``pq.write_table`` writes for the whole table.
+TRUTH_ROW_GROUP_ROWS = 1024 * 1024
 
 CORPUS_SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string())])
 TRUTH_SCHEMA = pa.schema(
@@ -86,61 +89,6 @@ TRUTH_SCHEMA = pa.schema(
         ("jaccard", pa.float64()),
     ]
 )
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Who is what: originals are generation indices ``0:n_originals``, copy ``c`` is
-    ``n_originals + c``; ``row_of[g]`` is the row (and id number) of generation index ``g``."""
-
-    targets: np.ndarray  # words wanted per original
-    copy_source: np.ndarray  # original index per copy
-    copy_kind: np.ndarray  # index into KINDS per copy
-    row_of: np.ndarray  # int64 per generation index
-
-
-def _plan(rng: np.random.Generator, n_docs: int, mean_words: int) -> tuple[Plan, Structure]:
-    n_degenerate = n_docs // SHORT_DOCS_PER + (n_docs >= EMPTY_DOC_MIN_CORPUS)
-    n_copies = round(COPY_FRACTION * n_docs) if n_docs - n_degenerate >= 2 else 0
-    n_originals = n_docs - n_copies
-    lo = max(SENTENCE_MIN, min(DOC_MIN_WORDS, mean_words))
-    hi = max(lo, DOC_MAX_FACTOR * mean_words)
-    mu = np.log(mean_words) - LENGTH_SIGMA**2 / 2
-    targets = np.clip(np.rint(rng.lognormal(mu, LENGTH_SIGMA, n_originals)), lo, hi)
-    targets = targets.astype(np.int64)
-    degenerate = rng.choice(n_originals, size=n_degenerate, replace=False)
-    targets[degenerate] = rng.integers(1, MIN_SOURCE_WORDS, size=n_degenerate)
-    if n_docs >= EMPTY_DOC_MIN_CORPUS:
-        targets[degenerate[0]] = 0
-    st = structure(rng, targets)
-
-    kinds = rng.permutation(np.arange(n_copies) % len(KINDS))
-    eligible = np.flatnonzero(st.n_words >= MIN_SOURCE_WORDS)
-    reorderable = np.flatnonzero(st.n_paragraphs >= REORDER_MIN_PARAGRAPHS)
-    reorder = KINDS.index("reorder")
-    if reorderable.size == 0:  # tiny documents: no source can be reordered
-        kinds[kinds == reorder] = KINDS.index("exact")
-    is_reorder = kinds == reorder
-    sources = eligible[rng.integers(0, max(eligible.size, 1), size=n_copies)]
-    sources[is_reorder] = reorderable[
-        rng.integers(0, max(reorderable.size, 1), size=int(is_reorder.sum()))
-    ]
-    row_of = rng.permutation(n_docs)
-    return Plan(targets, sources.astype(np.int64), kinds, row_of), st
-
-
-def _take_chunked(chunks: list[pa.Array], starts: np.ndarray, index: np.ndarray) -> pa.Array:
-    """``concat(chunks).take(index)`` without concatenating all the chunks."""
-    chunk_of = np.searchsorted(starts, index, side="right") - 1
-    order = np.argsort(chunk_of, kind="stable")
-    parts = []
-    for c in np.unique(chunk_of):
-        sel = order[chunk_of[order] == c]
-        parts.append(chunks[c].take(pa.array(index[sel] - starts[c])))
-    gathered = pa.concat_arrays(parts) if parts else pa.array([], type=pa.string())
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(order.size)
-    return gathered.take(pa.array(inverse))
 
 
 def id_width(n_docs: int) -> int:
@@ -190,7 +138,7 @@ def _check_args(n_docs: int, seed: int, mean_words: int) -> None:
 
 
 def generate_corpus(n_docs: int, seed: int = 0, mean_words: int = 500) -> tuple[pa.Table, pa.Table]:
-    """Returns ``(corpus, truth)``.
+    """Returns ``(corpus, truth)``, in memory (:func:`write_corpus` streams the same tables).
 
     corpus columns: ``id`` (string), ``text`` (string), one row per document, in id order.
     truth columns: ``doc_a`` (string), ``doc_b`` (string), ``kind`` (string), ``jaccard``
@@ -201,50 +149,50 @@ def generate_corpus(n_docs: int, seed: int = 0, mean_words: int = 500) -> tuple[
     (20, 6, 'doc-0000000')
     """
     _check_args(n_docs, seed, mean_words)
-    rng = np.random.default_rng(seed)
-    lang = language()
-    plan, st = _plan(rng, n_docs, mean_words)
-    texts = _generate_texts(rng, lang, plan, st)
+    batches = TextBatches(n_docs, seed, mean_words)
+    chunks, generation = [], []
+    for gen, texts in batches:
+        chunks.append(texts)
+        generation.append(gen)
     width = id_width(n_docs)
-    return _corpus_table(texts, plan, width), _truth_table(plan, texts.jaccards, width)
+    corpus = _corpus_table(chunks, generation, batches.plan, width)
+    truth_parts = list(truth_tables(batches.plan, batches.jaccards, width))
+    return corpus, pa.concat_tables(truth_parts) if truth_parts else TRUTH_SCHEMA.empty_table()
 
 
-@dataclass
-class _Texts:
-    """Every document's text, rendered batch by batch, and each copy's truth Jaccard."""
+class TextBatches:
+    """Every document's text, batch by batch: iterating yields ``(generation indices, texts)``
+    for a batch of :data:`BATCH_DOCS` originals, then the copies of those originals, measured
+    against their sources while both are at hand (:attr:`jaccards`, filled as the copies are
+    made). (The order of the draws from the seed's generator is what makes a seed's corpus:
+    keep it.)"""
 
-    chunks: list[pa.Array]  # a batch's originals, then their copies, then the next batch's
-    generation: list[np.ndarray]  # generation index of each text of each chunk
-    jaccards: np.ndarray  # float64 per copy
+    def __init__(self, n_docs: int, seed: int, mean_words: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.lang = language()
+        self.plan = plan_corpus(self.rng, n_docs, mean_words, BATCH_DOCS)
+        self.jaccards = np.zeros(self.plan.copy_source.size, dtype=np.float64)
 
+    def __iter__(self) -> Iterator[tuple[np.ndarray, pa.Array]]:
+        plan, rng, lang = self.plan, self.rng, self.lang
+        n_originals = plan.n_originals
+        by_source = np.argsort(plan.copy_source, kind="stable")
+        sorted_sources = plan.copy_source[by_source]
+        for batch, lo in enumerate(range(0, n_originals, BATCH_DOCS)):
+            hi = min(lo + BATCH_DOCS, n_originals)
+            tokens = original_tokens(rng, lang, plan.layout.batch(batch), 0, hi - lo)
+            originals = render(lang, *tokens)
+            yield np.arange(lo, hi), originals
 
-def _generate_texts(rng: np.random.Generator, lang: Language, plan: Plan, st: Structure) -> _Texts:
-    """Originals in batches of :data:`BATCH_DOCS`; after each batch, the copies of its
-    originals, measured against their sources while both are at hand. (The order of the draws
-    from ``rng`` is what makes a seed's corpus: keep it.)"""
-    n_originals = plan.targets.size
-    by_source = np.argsort(plan.copy_source, kind="stable")
-    sorted_sources = plan.copy_source[by_source]
-    texts = _Texts([], [], np.zeros(plan.copy_source.size, dtype=np.float64))
-    for lo in range(0, n_originals, BATCH_DOCS):
-        hi = min(lo + BATCH_DOCS, n_originals)
-        tokens = original_tokens(rng, lang, st, lo, hi)
-        originals = render(lang, *tokens)
-        texts.chunks.append(originals)
-        texts.generation.append(np.arange(lo, hi))
-
-        a, b = np.searchsorted(sorted_sources, [lo, hi])
-        copies = by_source[a:b]
-        if copies.size == 0:
-            continue
-        copy_texts = _render_copies(rng, lang, plan, copies, lo, tokens)
-        texts.chunks.append(copy_texts)
-        texts.generation.append(n_originals + copies)
-
-        sources, copy_src = np.unique(plan.copy_source[copies] - lo, return_inverse=True)
-        source_texts = originals.take(pa.array(sources))
-        texts.jaccards[copies] = _measure(source_texts, copy_texts, copy_src.astype(np.int64))
-    return texts
+            a, b = np.searchsorted(sorted_sources, [lo, hi])
+            copies = by_source[a:b]
+            if copies.size == 0:
+                continue
+            copy_texts = _render_copies(rng, lang, plan, copies, lo, tokens)
+            sources, copy_src = np.unique(plan.copy_source[copies] - lo, return_inverse=True)
+            source_texts = originals.take(pa.array(sources))
+            self.jaccards[copies] = _measure(source_texts, copy_texts, copy_src.astype(np.int64))
+            yield n_originals + copies, copy_texts
 
 
 def _render_copies(
@@ -271,19 +219,19 @@ def _render_copies(
     return render(lang, np.concatenate(copy_words), np.concatenate(copy_fmt), copy_offsets)
 
 
-def _corpus_table(texts: _Texts, plan: Plan, width: int) -> pa.Table:
+def _corpus_table(
+    chunks: list[pa.Array], generation: list[np.ndarray], plan: Plan, width: int
+) -> pa.Table:
     """The corpus in id order: row ``r`` holds generation index ``gen_of_row[r]``."""
     n_docs = plan.row_of.size
-    gen_order = (
-        np.concatenate(texts.generation) if texts.generation else np.zeros(0, dtype=np.int64)
-    )
+    gen_order = np.concatenate(generation) if generation else np.zeros(0, dtype=np.int64)
     position = np.empty(n_docs, dtype=np.int64)
     position[gen_order] = np.arange(n_docs)
     gen_of_row = np.argsort(plan.row_of)
-    starts = np.cumsum([0] + [len(c) for c in texts.chunks])[:-1]
+    starts = np.cumsum([0] + [len(c) for c in chunks])[:-1]
     step = 20_000
     text_parts = [
-        _take_chunked(texts.chunks, starts, position[gen_of_row[r : r + step]])
+        take_chunked(chunks, starts, position[gen_of_row[r : r + step]])
         for r in range(0, n_docs, step)
     ]
     return pa.Table.from_arrays(
@@ -295,22 +243,25 @@ def _corpus_table(texts: _Texts, plan: Plan, width: int) -> pa.Table:
     )
 
 
-def _truth_table(plan: Plan, jaccards: np.ndarray, width: int) -> pa.Table:
-    """One row per (source, copy) pair, the smaller id first, sorted."""
-    n_originals = plan.targets.size
+def truth_tables(plan: Plan, jaccards: np.ndarray, width: int) -> Iterator[pa.Table]:
+    """The truth table, one row per (source, copy) pair, the smaller id first, sorted, in parts
+    of :data:`TRUTH_ROW_GROUP_ROWS` rows (ids are made one part at a time)."""
+    n_originals = plan.n_originals
     source_row = plan.row_of[plan.copy_source]
     copy_row = plan.row_of[n_originals + np.arange(plan.copy_source.size)]
     row_a, row_b = np.minimum(source_row, copy_row), np.maximum(source_row, copy_row)
     order = np.lexsort((row_b, row_a))
-    return pa.Table.from_arrays(
-        [
-            pa.array(_ids(row_a[order], width), pa.string()),
-            pa.array(_ids(row_b[order], width), pa.string()),
-            pa.array([KINDS[k] for k in plan.copy_kind[order].tolist()], pa.string()),
-            pa.array(jaccards[order], pa.float64()),
-        ],
-        schema=TRUTH_SCHEMA,
-    )
+    for lo in range(0, order.size, TRUTH_ROW_GROUP_ROWS):
+        part = order[lo : lo + TRUTH_ROW_GROUP_ROWS]
+        yield pa.Table.from_arrays(
+            [
+                pa.array(_ids(row_a[part], width), pa.string()),
+                pa.array(_ids(row_b[part], width), pa.string()),
+                pa.array([KINDS[k] for k in plan.copy_kind[part].tolist()], pa.string()),
+                pa.array(jaccards[part], pa.float64()),
+            ],
+            schema=TRUTH_SCHEMA,
+        )
 
 
 def generated_part(path: str, part: str) -> str:
@@ -324,13 +275,8 @@ def generated_part(path: str, part: str) -> str:
 # Row groups of a few thousand documents, as crawl dumps written in blocks have: Spark can then
 # split a file across tasks instead of reading 20,000 documents in one.
 ROW_GROUP_ROWS = 5000
-
-
-def _file_parts(table: pa.Table, rows_per_file: int) -> Iterator[pa.Table]:
-    if table.num_rows == 0:
-        yield table
-    for start in range(0, table.num_rows, rows_per_file):
-        yield table.slice(start, rows_per_file)
+# Progress lines while a corpus is written (about one per this fraction of the documents).
+PROGRESS_STEP = 0.05
 
 
 def _remove(path: Path) -> None:
@@ -349,12 +295,15 @@ def write_corpus(
     rows_per_file: int = 20000,
 ) -> dict[str, Any]:
     """Write ``DIRECTORY/corpus/part-00000.parquet``, ``part-00001.parquet``, ...
-    (``rows_per_file`` rows each) and ``DIRECTORY/truth/part-00000.parquet``.
+    (``rows_per_file`` rows each) and ``DIRECTORY/truth/part-00000.parquet``: the tables of
+    :func:`generate_corpus`, streamed (texts spilled to ``DIRECTORY/.spill-*`` by destination
+    file while they are made, then written in row order).
 
     Returns a summary: ``docs``, ``truth_pairs``, ``by_kind`` (pairs per kind), ``files``
     (corpus files) and ``seconds``. An existing ``DIRECTORY/corpus`` or ``DIRECTORY/truth`` is
-    a :class:`UserError` unless ``overwrite``, which removes both first (after the new corpus
-    has been generated, so a failed generation leaves the old one in place).
+    a :class:`UserError` unless ``overwrite``, which replaces both once the new corpus is
+    written (into ``DIRECTORY/.corpus-*`` and ``.truth-*``, so a failed generation leaves the
+    old one in place).
     """
     started = time.perf_counter()
     _check_args(n_docs, seed, mean_words)
@@ -370,25 +319,64 @@ def write_corpus(
             f"{existing[0]} already exists; pass --overwrite to replace it, or choose another "
             "directory"
         )
+    nonce = uuid.uuid4().hex[:12]
+    partial = {corpus_dir: root / f".corpus-{nonce}", truth_dir: root / f".truth-{nonce}"}
+    try:
+        batches = TextBatches(n_docs, seed, mean_words)
+        files = _write_texts(
+            batches, n_docs, partial[corpus_dir], root / f".spill-{nonce}", rows_per_file
+        )
+        _write_truth(batches, n_docs, partial[truth_dir] / "part-00000.parquet")
+        for path in existing:
+            _remove(path)
+        for final, written in partial.items():
+            written.rename(final)
+    finally:
+        for written in partial.values():
+            _remove(written)
 
-    corpus, truth = generate_corpus(n_docs, seed=seed, mean_words=mean_words)
-    for path in existing:
-        _remove(path)
-    corpus_dir.mkdir(parents=True)
-    truth_dir.mkdir(parents=True)
-    files = 0
-    for i, part in enumerate(_file_parts(corpus, rows_per_file)):
-        pq.write_table(part, corpus_dir / f"part-{i:05d}.parquet", row_group_size=ROW_GROUP_ROWS)
-        files += 1
-    pq.write_table(truth, truth_dir / "part-00000.parquet")
-
-    kinds = truth.column("kind").to_pylist()
+    kinds = np.bincount(batches.plan.copy_kind, minlength=len(KINDS))
     seconds = time.perf_counter() - started
-    log.info("wrote %d documents and %d planted pairs in %.1f s", n_docs, len(kinds), seconds)
+    log.info("wrote %d documents and %d planted pairs in %.1f s", n_docs, kinds.sum(), seconds)
     return {
         "docs": n_docs,
-        "truth_pairs": len(kinds),
-        "by_kind": {kind: kinds.count(kind) for kind in KINDS if kind in kinds},
+        "truth_pairs": int(kinds.sum()),
+        "by_kind": {kind: int(n) for kind, n in zip(KINDS, kinds.tolist(), strict=True) if n},
         "files": files,
         "seconds": round(seconds, 3),
     }
+
+
+def _write_texts(
+    batches: TextBatches, n_docs: int, corpus_dir: Path, spill_dir: Path, rows_per_file: int
+) -> int:
+    """Make every text, spill it by destination file, then write the corpus files in row
+    order; returns the number of files."""
+    corpus_dir.mkdir(parents=True)
+    step = max(1, int(n_docs * PROGRESS_STEP))
+    made = 0
+    with RowOrderSpill(spill_dir, n_docs, rows_per_file) as spill:
+        for gen, texts in batches:
+            spill.add(batches.plan.row_of[gen], texts)
+            if (made + gen.size) // step > made // step:
+                progress.info("generate: %d of %d documents made", made + gen.size, n_docs)
+            made += gen.size
+        width = id_width(n_docs)
+        files = 0
+        for index, first, texts in spill.files():
+            ids = pa.array(_ids(np.arange(first, first + len(texts)), width), pa.string())
+            table = pa.Table.from_arrays([ids, texts], schema=CORPUS_SCHEMA)
+            pq.write_table(
+                table, corpus_dir / f"part-{index:05d}.parquet", row_group_size=ROW_GROUP_ROWS
+            )
+            files += 1
+    progress.info("generate: %d corpus files written", files)
+    return files
+
+
+def _write_truth(batches: TextBatches, n_docs: int, path: Path) -> None:
+    """The truth table (its Jaccards measured while the texts were made), part by part."""
+    path.parent.mkdir(parents=True)
+    with pq.ParquetWriter(path, TRUTH_SCHEMA) as writer:
+        for part in truth_tables(batches.plan, batches.jaccards, id_width(n_docs)):
+            writer.write_table(part)

@@ -16,7 +16,7 @@ import pytest
 
 from neardup_spark.errors import UserError
 from neardup_spark.kernels.normalize import normalize_text
-from neardup_spark.quality import generate
+from neardup_spark.quality import generate, spill
 from neardup_spark.quality.edits import EDITS, KINDS
 from neardup_spark.quality.generate import (
     CORPUS_SCHEMA,
@@ -85,7 +85,9 @@ def corpus_digest(corpus: pa.Table, truth: pa.Table) -> str:
 
 # Digests of the skeleton commit's generator (e5ece5d, before generate.py was split into
 # language, documents, edits and generate): a seed's corpus must never change, bit for bit.
-# (8000, 11, 30) spans two batches of originals (BATCH_DOCS = 5000).
+# (8000, 11, 30) spans two batches of originals (BATCH_DOCS = 5000). The streamed generator
+# (plan replayed batch by batch, texts spilled) keeps them; `neardup generate DIR --docs 100000
+# --seed 1` and `--docs 1000000` wrote byte-identical Parquet files before and after it.
 DIGESTS = {
     (8000, 11, 30): "0cc9e4e35b6055a7e823f21c256824f01bc118ca853f2072004ce9eac1ebf519",
     (2000, 7, 150): "35222a5aad03950d8d28480847f0136a2695c17e5277ef1bfb147e5974bd8bf0",
@@ -333,3 +335,33 @@ def test_a_generated_directory_stands_for_its_part(tmp_path):
         tmp_path / "gen" / "corpus"
     )
     assert generated_part("s3://bucket/gen", "truth") == "s3://bucket/gen"
+
+
+def test_streamed_files_are_the_in_memory_tables_across_spill_buckets(tmp_path, monkeypatch):
+    """write_corpus streams (spill by destination file, then row order): with 12 files in 2
+    spill buckets, over two batches of originals, the files hold generate_corpus's tables."""
+    monkeypatch.setattr(spill, "MAX_BUCKETS", 2)
+    summary = write_corpus(str(tmp_path), 8000, seed=11, mean_words=30, rows_per_file=700)
+    names = sorted(p.name for p in (tmp_path / "corpus").iterdir())
+    assert len(names) == summary["files"] == 12
+    corpus = pa.concat_tables(pq.read_table(tmp_path / "corpus" / name) for name in names)
+    truth = pq.read_table(tmp_path / "truth")
+    assert corpus_digest(corpus, truth) == DIGESTS[(8000, 11, 30)]
+    assert [pq.ParquetFile(tmp_path / "corpus" / n).metadata.num_rows for n in names] == [
+        700
+    ] * 11 + [300]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "truth"]  # no spill left
+
+
+def test_a_failed_generation_leaves_the_old_corpus_and_no_debris(tmp_path, monkeypatch):
+    write_corpus(str(tmp_path), 30, seed=1, mean_words=20)
+    before = pq.read_table(tmp_path / "corpus")
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(generate, "_write_truth", broken)
+    with pytest.raises(OSError, match="disk full"):
+        write_corpus(str(tmp_path), 50, seed=2, mean_words=20, overwrite=True)
+    assert pq.read_table(tmp_path / "corpus").equals(before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "truth"]
