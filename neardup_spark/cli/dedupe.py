@@ -83,6 +83,12 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         "--set boilerplate.*) before fingerprinting; deduplicated/ keeps the rows as they were",
     )
     parser.add_argument(
+        "--no-resume",
+        action="store_true",
+        help="start afresh: do not read back the stages an unfinished run of the same input "
+        "and config kept under OUTPUT/_staging",
+    )
+    parser.add_argument(
         "--no-report",
         action="store_true",
         help="do not write OUTPUT/report.html (figures and the largest clusters)",
@@ -147,6 +153,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"(+ {report.get('spark_start_seconds', 0):.1f} s Spark start-up)",
         f"throughput        {report['docs_per_second']:,.0f} docs/s",
         f"output            {report['output']}",
+        *resume_lines(report),
     ]
 
 
@@ -159,10 +166,23 @@ def corpus_source(args: argparse.Namespace) -> CorpusSource:
     return source
 
 
+def resume_lines(report: dict[str, Any]) -> list[str]:
+    """What ``neardup dedupe`` says about an earlier, unfinished run of the same OUTPUT."""
+    lines = [
+        f"started afresh    {why}" for why in report.get("resume", {}).get("started_afresh", [])
+    ]
+    if report.get("resumed_stages"):
+        stages = ", ".join(report["resumed_stages"])
+        lines.append(f"resumed           {stages} (kept by an unfinished run)")
+    return lines
+
+
 def run_dedupe(args: argparse.Namespace) -> int:
     job = job_settings(args)
     source = corpus_source(args)  # exit 2 before Spark starts
     if args.index:
+        if args.no_resume:
+            raise UserError("--no-resume is for full runs; a nightly run completes its batch")
         return run_nightly(args, job, source)
     if args.index_buckets is not None:
         raise UserError("--index-buckets needs --index DIR")
@@ -179,6 +199,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
                 job.dedupe,
                 overwrite=args.overwrite,
                 session=job.session,
+                resume=not args.no_resume,
             )
     finally:
         spark.stop()

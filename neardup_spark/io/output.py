@@ -104,9 +104,10 @@ class OutputDir:
             return []
         return [status.getPath().getName() for status in self._fs.listStatus(self._root)]
 
-    def prepare(self, overwrite: bool) -> None:
+    def prepare(self, overwrite: bool, clear_staging: bool = True) -> None:
         """Check OUTPUT may be written: refuse a finished run unless ``overwrite``, refuse a
-        directory holding files a run of ours would not write, and clear a stale staging area.
+        directory holding files a run of ours would not write, and clear a stale staging area
+        (unless ``clear_staging`` is False: a resumable run decides what to keep of it).
 
         Nothing of a previous run is deleted here: new outputs are staged and replace the old
         ones only at :meth:`commit`, so a run killed at any point leaves them as they were.
@@ -128,7 +129,7 @@ class OutputDir:
                 f"output {self.path} already holds a finished {self.layout.kind}; pass "
                 "--overwrite to replace it"
             )
-        for stale in (STAGING_DIR, CHECKPOINT_DIR):
+        for stale in (STAGING_DIR, CHECKPOINT_DIR) if clear_staging else (CHECKPOINT_DIR,):
             if self.exists(stale):
                 log.info("removing %s left by an unfinished run", self.child(stale))
                 self.delete(stale)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,10 +33,12 @@ from neardup_spark.pipeline.execution import (
     start_python_workers,
 )
 from neardup_spark.pipeline.reporting import StageTimer
+from neardup_spark.pipeline.resume import RunPlan, StageResults, plan_run
 from neardup_spark.pipeline.steps import (
     cluster_members,
     document_table,
     exact_copy_pairs,
+    finish_components,
     near_duplicate_pairs,
     output_tables,
     run_report,
@@ -68,6 +69,7 @@ def dedupe(
     checkpoint: Callable[[DataFrame], DataFrame] | None = None,
     timer: StageTimer | None = None,
     write_pairs: Callable[[DataFrame], object] | None = None,
+    results: StageResults | None = None,
 ) -> DedupeResult:
     """Find the near-duplicate clusters of ``df`` (a DataFrame with ``config.id_col`` and
     ``config.text_col``; other columns are carried into ``deduplicated``).
@@ -75,11 +77,14 @@ def dedupe(
     ``write_pairs``, if given, writes the pairs table as soon as it is known, alongside the
     connected components (a single task at most sizes, leaving the other cores free). Arrow
     batches have the session's size (``spark.sql.execution.arrow.maxRecordsPerBatch``).
+    ``results`` keeps each stage's result (default: Spark's cache; :func:`run` keeps them on
+    disk, resumable).
 
     ``config.prefer`` (a keep policy over input columns) chooses each cluster's representative.
     Raises :class:`UserError` for a missing column, a bad type, or null/duplicate ids.
     """
     timer = timer or StageTimer()
+    results = results or StageResults()
     check_columns(df, config.id_col, config.text_col)
     ranking = preference_table(df, config.id_col, config.preference) if config.prefer else None
     df, parts = grouped_input(df)  # the per-document pass, verification and deduplicated/ read it
@@ -91,22 +96,25 @@ def dedupe(
         timer,
         cleaning.documents if cleaning else None,
         cleaning.features_of if cleaning else None,
+        results,
     )
-    intermediates: list[DataFrame] = []  # released once the pairs are materialised
-    exact, unique_docs = exact_copy_pairs(features, config, timer, counts, intermediates)
+    exact, unique_docs = exact_copy_pairs(features, config, timer, counts, results)
     pair_parts = [exact] if exact is not None else []
     counts["candidate_pairs"] = counts["near_pairs"] = 0
     if config.method != "exact":
         texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
         pair_parts.append(
-            near_duplicate_pairs(features, texts, unique_docs, config, timer, counts, intermediates)
+            near_duplicate_pairs(features, texts, unique_docs, config, timer, counts, results)
         )
     pairs = union_pairs(pair_parts)
     # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
     # the two sets are disjoint, so no job is needed to count their union.
     counts["verified_pairs"] = counts["exact_copies"] + counts["near_pairs"]
+    write_now = write_pairs is not None and results.finished("components") is None
     pairs_written = (
-        run_alongside(df.sparkSession, lambda: write_pairs(pairs)) if write_pairs else None
+        run_alongside(df.sparkSession, lambda: write_pairs(pairs))
+        if write_pairs and write_now
+        else None
     )
     try:
         members, rounds = cluster_members(
@@ -116,7 +124,7 @@ def dedupe(
             timer,
             counts,
             checkpoint or local_checkpoint,
-            intermediates,
+            results,
             ranking,
         )
     except BaseException:
@@ -126,8 +134,8 @@ def dedupe(
     if pairs_written:  # before the intermediates it may still read are released
         with timer.stage("write"):
             pairs_written()
-    for frame in intermediates:
-        frame.unpersist()
+    finish_components(results, counts, rounds)
+    results.release("exact", "candidates", "verify")
     clusters, deduplicated = output_tables(df, features, members, config, counts)
     report = run_report(config, counts, rounds, timer)
     if cleaning:
@@ -144,13 +152,16 @@ def run(
     config: DedupeConfig,
     overwrite: bool = False,
     session: SessionSettings | None = None,
+    resume: bool = True,
 ) -> dict[str, Any]:
     """Read ``input_path`` (a path Spark reads, or a :class:`CorpusSource`: a path in a given
     format, or a table), dedupe, write the output contract under ``output_path``.
 
     Layout: ``clusters/``, ``pairs/``, ``deduplicated/`` (Parquet), ``report.json``, and
     ``_SUCCESS`` written last. ``session``, the settings the session was built with, goes into
-    the report's config. Returns the report.
+    the report's config. Each finished stage is kept under ``OUTPUT/_staging/RUN_ID/``: a rerun
+    of the same input and config resumes from the last one (:mod:`~neardup_spark.pipeline.
+    resume`; ``resume=False`` starts afresh). Returns the report.
     """
     started = time.perf_counter()
     timer = StageTimer()
@@ -158,39 +169,43 @@ def run(
     if source.path is not None:
         check_paths_apart({"input": source.path, "output": output_path})
     out = OutputDir(spark, output_path)
-    out.prepare(overwrite)
+    out.prepare(overwrite, clear_staging=False)
     workers_started = start_python_workers(spark)
-    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
-    staged = out.staging(run_id)
     with timer.stage("read"):
         df, skipped_files = read_corpus(spark, source, config.skip_corrupt)
         check_columns(df, config.id_col, config.text_col)
+    with timer.stage("input_digest"):
+        plan = plan_run(spark, out, source, config, resume)
+    staged = plan.staged
+    staged.delete(CHECKPOINT_DIR)  # a killed run's; the components stage checkpoints afresh
     spark.sparkContext.setCheckpointDir(staged.child(CHECKPOINT_DIR))
     result = dedupe(
         df,
         config,
         checkpoint=reliable_checkpoint,
         timer=timer,
-        write_pairs=lambda pairs: pairs.write.parquet(staged.child("pairs")),
+        write_pairs=lambda pairs: pairs.write.mode("overwrite").parquet(staged.child("pairs")),
+        results=plan.results,
     )
     with timer.stage("write"):
         run_together(
             spark,
             [
-                lambda: result.clusters.write.parquet(staged.child("clusters")),
-                lambda: result.deduplicated.write.parquet(staged.child("deduplicated")),
+                lambda: result.clusters.write.mode("overwrite").parquet(staged.child("clusters")),
+                lambda: result.deduplicated.write.mode("overwrite").parquet(
+                    staged.child("deduplicated")
+                ),
             ],
         )
     result.release()
     workers_started()  # long done: the job's Python tasks ran on those workers
     staged.delete(CHECKPOINT_DIR)
-    wall = time.perf_counter() - started
-    report = dict(result.report)
+    report = {**result.report, **plan_section(plan)}
     if session is not None:
         report["config"] = {**config.to_dict(), **session.to_dict()}
+    wall = time.perf_counter() - started
     report.update(
         {
-            "run_id": run_id,
             "input": source.shown,
             "output": output_path,
             "spark": {"version": spark.version, "master": spark.sparkContext.master},
@@ -201,16 +216,33 @@ def run(
         }
     )
     staged.write_json(REPORT_FILE, report)
-    skipped = {s["path"] for s in skipped_files}
-    manifest = {
-        "run_id": run_id,
-        "neardup_spark_version": __version__,
-        "input": source.shown,
-        "input_files": out.file_listing([f for f in df.inputFiles() if f not in skipped]),
-        "skipped_files": skipped_files,
-        "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),
-        "counts": report["counts"],
-    }
+    manifest = run_manifest(out, df, config, report)
     pause_if_asked("before_commit")
     out.commit(staged, manifest, on_cleared=lambda: pause_if_asked("in_commit"))
     return report
+
+
+def run_manifest(
+    out: OutputDir, df: DataFrame, config: DedupeConfig, report: dict[str, Any]
+) -> dict[str, Any]:
+    """``manifest.json`` of a finished run: run id, input files, config hash, counts."""
+    skipped = {s["path"] for s in report["skipped_files"]}
+    return {
+        "run_id": report["run_id"],
+        "neardup_spark_version": __version__,
+        "input": report["input"],
+        "input_files": out.file_listing([f for f in df.inputFiles() if f not in skipped]),
+        "skipped_files": report["skipped_files"],
+        "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),
+        "resumed_stages": report["resumed_stages"],
+        "counts": report["counts"],
+    }
+
+
+def plan_section(plan: RunPlan) -> dict[str, Any]:
+    """The report's run id, ``resumed_stages`` and ``resume`` (why a run started afresh)."""
+    return {
+        "run_id": plan.run_id,
+        "resumed_stages": list(plan.results.resumed),
+        "resume": plan.report_section(),
+    }

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from neardup_spark.columns import CHAR_UNIT, HAS_TEXT, N_WORDS, REPLACED_BYTES, TEXT_IS_NULL
@@ -69,24 +69,20 @@ class StageTimer:
             )
 
 
-def input_counts(features: DataFrame, ngram: int, char_ngram: int) -> dict[str, int]:
-    """The report's per-input counts, in one Spark job over the text-feature columns: rows,
+def input_count_columns(ngram: int, char_ngram: int) -> dict[str, Column]:
+    """The report's per-input counts as aggregate columns over the text-feature columns: rows,
     null, empty and short texts (fewer tokens than a shingle), character-shingled texts, texts
     with replaced bytes and the bytes replaced."""
     shortest = F.when(F.col(CHAR_UNIT), char_ngram).otherwise(ngram)
-    row = features.agg(
-        F.count(F.lit(1)).alias("input_rows"),
-        F.sum(F.col(TEXT_IS_NULL).cast("long")).alias("null_texts"),
-        F.sum((~F.col(HAS_TEXT) & ~F.col(TEXT_IS_NULL)).cast("long")).alias("empty_texts"),
-        F.sum(((F.col(N_WORDS) > 0) & (F.col(N_WORDS) < shortest)).cast("long")).alias(
-            "short_texts"
-        ),
-        F.sum(F.col(CHAR_UNIT).cast("long")).alias("char_shingled_texts"),
-        F.sum((F.col(REPLACED_BYTES) > 0).cast("long")).alias("texts_with_replaced_bytes"),
-        F.sum(F.col(REPLACED_BYTES).cast("long")).alias("replaced_bytes"),
-    ).first()
-    assert row is not None  # an aggregate without grouping always has one row
-    return {k: int(v or 0) for k, v in row.asDict().items()}
+    return {
+        "input_rows": F.count(F.lit(1)),
+        "null_texts": F.sum(F.col(TEXT_IS_NULL).cast("long")),
+        "empty_texts": F.sum((~F.col(HAS_TEXT) & ~F.col(TEXT_IS_NULL)).cast("long")),
+        "short_texts": F.sum(((F.col(N_WORDS) > 0) & (F.col(N_WORDS) < shortest)).cast("long")),
+        "char_shingled_texts": F.sum(F.col(CHAR_UNIT).cast("long")),
+        "texts_with_replaced_bytes": F.sum((F.col(REPLACED_BYTES) > 0).cast("long")),
+        "replaced_bytes": F.sum(F.col(REPLACED_BYTES).cast("long")),
+    }
 
 
 def banding_section(config: DedupeConfig) -> dict[str, Any]:

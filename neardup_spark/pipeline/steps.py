@@ -1,7 +1,10 @@
-"""The steps of a dedupe run, each deciding when Spark acts (persist, count) and timing it.
+"""The steps of a dedupe run, each deciding when Spark acts (persist or write, count) and
+timing it.
 
-:func:`neardup_spark.pipeline.dedupe.dedupe` chains them. Every step appends what it persists
-to ``intermediates`` (released once the pairs are materialised) or returns it for the result.
+:func:`neardup_spark.pipeline.dedupe.dedupe` chains them. A step keeps its result in a
+:class:`~neardup_spark.pipeline.resume.StageResults` (Spark's cache for the Python API, Parquet
+with a completion marker for a run that writes OUTPUT) and reads back a result an earlier run
+finished instead of computing it again.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from neardup_spark import __version__
-from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID, HAMMING, JACCARD
+from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID, HAMMING
 from neardup_spark.config import DedupeConfig
 from neardup_spark.io.corpus import as_documents, check_ids
 from neardup_spark.pipeline.components import connected_components
@@ -28,9 +31,10 @@ from neardup_spark.pipeline.execution import (
 from neardup_spark.pipeline.reporting import (
     StageTimer,
     banding_section,
-    input_counts,
+    input_count_columns,
     simhash_section,
 )
+from neardup_spark.pipeline.resume import StageResults
 from neardup_spark.runtime.faults import fail_once_if_asked
 from neardup_spark.stages.candidates import banded_candidate_pairs
 from neardup_spark.stages.clusters import (
@@ -58,13 +62,20 @@ def document_table(
     timer: StageTimer,
     documents: DataFrame | None = None,
     features_of: Callable[[DataFrame], DataFrame] | None = None,
+    results: StageResults | None = None,
 ) -> tuple[DataFrame, dict[str, int]]:
-    """The one per-document pass (persisted; no shingle sets: verification recomputes those of
-    the candidates only) and the input counts, with the id check running alongside it (a bad id
-    cancels the pass and is the error raised). ``check_ids`` times what is left of the check
-    once the pass is done. ``documents`` (``doc_id``, ``text``; default: ``df``'s id and text
-    columns) is what the pass reads; ``features_of`` replaces the pass (the boilerplate step's
-    cleaning one)."""
+    """The one per-document pass (kept in ``results``; no shingle sets: verification
+    recomputes those of the candidates only) and the input counts, with the id check running
+    alongside it (a bad id cancels the pass and is the error raised). ``check_ids`` times what
+    is left of the check once the pass is done. ``documents`` (``doc_id``, ``text``; default:
+    ``df``'s id and text columns) is what the pass reads; ``features_of`` replaces the pass
+    (the boilerplate step's cleaning one)."""
+    results = results or StageResults()
+    done = results.finished("sketch")
+    if done is not None:  # its ids were checked by the run that finished it
+        counts = dict(done["counts"])
+        timer.documents = counts["input_rows"]
+        return results.load("sketch"), counts
     spark = df.sparkSession
     wait_for_id_check = run_alongside(spark, lambda: check_ids(df, config.id_col))
     if documents is None:
@@ -72,10 +83,11 @@ def document_table(
     docs = spread(documents, parts)
     if features_of is None:
         features_of = document_features(config, with_sets=False, before_batch=fail_once_if_asked)
-    features = docs.transform(features_of).persist(BULK_STORAGE)
+    features = docs.transform(features_of)
     try:
         with timer.stage("sketch") as counted:
-            counts = input_counts(features, config.ngram, config.char_ngram)
+            metrics = input_count_columns(config.ngram, config.char_ngram)
+            features, counts = results.keep("sketch", features, metrics, BULK_STORAGE)
             counted["rows"] = counts["input_rows"]
     except BaseException:
         wait_for_id_check()  # a bad id, which cancelled the pass, is the error to report
@@ -83,7 +95,27 @@ def document_table(
     with timer.stage("check_ids"):
         wait_for_id_check()
     timer.documents = counts["input_rows"]
+    results.finish("sketch", {"counts": counts})
     return features, counts
+
+
+def kept_stage(
+    results: StageResults,
+    stage: str,
+    timer: StageTimer,
+    build: Callable[[], DataFrame],
+    level: StorageLevel = MEMORY,
+) -> tuple[DataFrame, int]:
+    """``stage``'s result and its rows: read back when an earlier run finished it, else built,
+    kept and counted (timed as ``stage``), and marked finished."""
+    done = results.finished(stage)
+    if done is not None:
+        return results.load(stage), int(done["counts"]["rows"])
+    with timer.stage(stage) as counted:
+        kept, counts = results.keep(stage, build(), {"rows": F.count(F.lit(1))}, level)
+        counted["rows"] = counts["rows"]
+    results.finish(stage, {"counts": counts})
+    return kept, counts["rows"]
 
 
 def exact_copy_pairs(
@@ -91,17 +123,20 @@ def exact_copy_pairs(
     config: DedupeConfig,
     timer: StageTimer,
     counts: dict[str, int],
-    intermediates: list[DataFrame],
+    results: StageResults,
 ) -> tuple[DataFrame | None, DataFrame]:
     """Exact-copy ``pairs/`` rows (None when copies are not collapsed first) and the documents
     left to compare: each group of copies keeps its smallest id."""
     counts["exact_copies"] = 0
     if not (config.method == "exact" or config.exact_first):
         return None, features
-    edges = features.transform(exact_copy_edges(config.exact_compare_text)).persist(MEMORY)
-    intermediates.append(edges)
-    with timer.stage("exact") as counted:
-        counts["exact_copies"] = n_copies = counted["rows"] = edges.count()
+    edges, n_copies = kept_stage(
+        results,
+        "exact",
+        timer,
+        lambda: features.transform(exact_copy_edges(config.exact_compare_text)),
+    )
+    counts["exact_copies"] = n_copies
     if n_copies == 0:
         return exact_pairs(edges), features
     copies = edges.select(F.col(DOC_B).alias(DOC_ID))
@@ -114,17 +149,17 @@ def candidate_pairs(
     config: DedupeConfig,
     timer: StageTimer,
     counts: dict[str, int],
-    intermediates: list[DataFrame],
+    results: StageResults,
 ) -> DataFrame:
-    """Bucket the documents' band keys into distinct candidate pairs (persisted, counted)."""
+    """Bucket the documents' band keys into distinct candidate pairs (kept, counted)."""
     entries = counts["input_rows"] * config.banding.bands
     parts = candidate_partitions(unique_docs.sparkSession, entries)
-    candidates = unique_docs.transform(
-        banded_candidate_pairs(config.bucket_all_pairs_max, parts)
-    ).persist(MEMORY)
-    intermediates.append(candidates)
-    with timer.stage("candidates") as counted:
-        counts["candidate_pairs"] = counted["rows"] = candidates.count()
+    candidates, counts["candidate_pairs"] = kept_stage(
+        results,
+        "candidates",
+        timer,
+        lambda: unique_docs.transform(banded_candidate_pairs(config.bucket_all_pairs_max, parts)),
+    )
     return candidates
 
 
@@ -135,28 +170,25 @@ def near_duplicate_pairs(
     config: DedupeConfig,
     timer: StageTimer,
     counts: dict[str, int],
-    intermediates: list[DataFrame],
+    results: StageResults,
 ) -> DataFrame:
     """Candidates from ``unique_docs``' band keys, scored with ``features``' SimHash or with
     MinHash sets recomputed from ``texts`` (``doc_id``, ``text``; or a function of the
     candidates and whether to broadcast them giving those) -> verified ``pairs/`` rows."""
-    candidates = candidate_pairs(unique_docs, config, timer, counts, intermediates)
-    if config.method == "minhash":
-        broadcast = 2 * counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
-        if callable(texts):
-            texts = texts(candidates, broadcast)
-        scored = candidates.transform(score_candidate_texts(texts, config, broadcast))
-        passes = F.col(JACCARD) >= config.threshold
-    else:
-        scored = candidates.transform(hamming_scored(features))
-        passes = F.col(HAMMING) <= config.hamming_k
-    scored = scored.persist(MEMORY)
-    intermediates.append(scored)
-    with timer.stage("verify") as counted:
-        counts["near_pairs"] = counted["verified"] = scored.where(passes).count()
-    if config.method == "minhash":
-        return scored.transform(verified(config.threshold)).transform(minhash_pairs)
-    return simhash_pairs(scored.where(passes))
+    candidates = candidate_pairs(unique_docs, config, timer, counts, results)
+
+    def verified_pairs() -> DataFrame:
+        if config.method == "minhash":
+            broadcast = 2 * counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
+            candidate_texts = texts(candidates, broadcast) if callable(texts) else texts
+            scored = candidates.transform(score_candidate_texts(candidate_texts, config, broadcast))
+            return scored.transform(verified(config.threshold))
+        return candidates.transform(hamming_scored(features)).where(
+            F.col(HAMMING) <= config.hamming_k
+        )
+
+    kept, counts["near_pairs"] = kept_stage(results, "verify", timer, verified_pairs)
+    return minhash_pairs(kept) if config.method == "minhash" else simhash_pairs(kept)
 
 
 def union_pairs(parts: list[DataFrame]) -> DataFrame:
@@ -178,13 +210,18 @@ def cluster_members(
     timer: StageTimer,
     counts: dict[str, int],
     checkpoint: Callable[[DataFrame], DataFrame],
-    intermediates: list[DataFrame],
+    results: StageResults,
     ranking: tuple[DataFrame, list[tuple[str, bool]]] | None = None,
 ) -> tuple[DataFrame, int]:
     """Connected components of the verified pairs -> each clustered document's representative
-    (``doc_id``, ``cluster_id``; persisted) and the distributed rounds taken (0: one task).
-    ``ranking``: the keep policy's table and keys (:func:`~neardup_spark.io.corpus.
-    preference_table`), which then chooses the representatives."""
+    (``doc_id``, ``cluster_id``; kept in ``results``, finished by :func:`finish_components`)
+    and the distributed rounds taken (0: one task). ``ranking``: the keep policy's table and
+    keys (:func:`~neardup_spark.io.corpus.preference_table`), which then chooses the
+    representatives."""
+    done = results.finished("components")
+    if done is not None:
+        counts.update(done["counts"])
+        return results.load("components"), int(done["rounds"])
     with timer.stage("components") as counted:
         labels, rounds = connected_components(
             pairs.select(DOC_A, DOC_B),
@@ -194,18 +231,30 @@ def cluster_members(
         )
         if rounds == 0 and (config.representative != "smallest_id" or ranking is not None):
             labels = labels.persist()  # read twice: the single task would run twice
-            intermediates.append(labels)
         if ranking is not None:
             small = 2 * counts["verified_pairs"] <= BROADCAST_MAX_ROWS
             rule = preferred_representatives(ranking[1], ranking[0], small)
         else:
             rule = representatives(config.representative, features)
-        members = labels.transform(rule).persist()
-        removed = counted["removed"] = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).count()
+        members, kept = results.keep(
+            "components",
+            labels.transform(rule),
+            {"removed": F.sum((F.col(DOC_ID) != F.col(CLUSTER_ID)).cast("long"))},
+            MEMORY,
+        )
+        labels.unpersist()
+        removed = counted["removed"] = kept["removed"]
         counted["rows"] = counts["verified_pairs"]
-    counts["removed"] = int(removed)
-    counts["clusters"] = counts["input_rows"] - counts["removed"]
+    counts["removed"] = removed
+    counts["clusters"] = counts["input_rows"] - removed
     return members, rounds
+
+
+def finish_components(results: StageResults, counts: dict[str, int], rounds: int) -> None:
+    """Mark the components stage finished (once ``pairs/``, staged alongside it, is written)."""
+    if "components" not in results.resumed:
+        marker = {"removed": counts["removed"], "clusters": counts["clusters"]}
+        results.finish("components", {"counts": marker, "rounds": rounds})
 
 
 def output_tables(

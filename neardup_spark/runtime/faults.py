@@ -31,7 +31,9 @@ def fail_once_if_asked() -> None:
 # writes the file PAUSE_MARKER_ENV names and sleeps, so a test can SIGKILL it exactly there
 # (tests/cli/test_dedupe.py, tests/nightly). Points: "before_commit" (outputs staged, nothing
 # committed), "in_commit" (OUTPUT's previous entries removed, the new ones not yet moved in),
-# "before_index_commit" (a nightly batch's segment and results written, CURRENT not replaced).
+# "before_index_commit" (a nightly batch's segment and results written, CURRENT not replaced),
+# "after_STAGE" (a dedupe run's stage result and its completion marker written, for STAGE in
+# sketch, exact, candidates, verify, components: pipeline/resume.py).
 PAUSE_AT_ENV = "NEARDUP_PAUSE_AT"
 PAUSE_MARKER_ENV = "NEARDUP_PAUSE_MARKER"
 PAUSE_SECONDS = 600

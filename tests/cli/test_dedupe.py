@@ -245,3 +245,32 @@ def test_a_killed_rerun_then_a_rerun(tmp_path, point):
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert not (out / "_staging").exists() and (out / "_SUCCESS").exists()
     assert {name: table_of(out, name) for name in before} == before
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_candidates_resumes(tmp_path):
+    """SIGKILL once the candidates stage is kept: the rerun of the same command reads back the
+    three finished stages (and says so), and its outputs equal an uninterrupted run's
+    (--no-resume --overwrite on the same OUTPUT)."""
+    from neardup_spark.quality.generate import generate_corpus
+
+    table, _ = generate_corpus(1500, seed=2, mean_words=100)
+    pq.write_table(table, tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    args = ("dedupe", str(tmp_path / "in.parquet"), str(out), "--no-report", *LOCAL)
+    marker = tmp_path / "paused"
+    kill_when_paused(start_paused(args, "after_candidates", marker), marker)
+    (run_dir,) = (out / "_staging").iterdir()
+    kept = sorted(p.name for p in (run_dir / "stages").glob("*.json"))
+    assert kept == ["candidates.json", "exact.json", "sketch.json"]
+    resumed = neardup(*args)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resumed           sketch, exact, candidates" in resumed.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["resumed_stages"] == ["sketch", "exact", "candidates"]
+    outputs = {name: table_of(out, name) for name in ("clusters", "pairs", "deduplicated")}
+    fresh = neardup(*args, "--no-resume", "--overwrite")
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    assert json.loads((out / "report.json").read_text())["resumed_stages"] == []
+    assert {name: table_of(out, name) for name in outputs} == outputs
+    assert json.loads((out / "report.json").read_text())["counts"] == report["counts"]

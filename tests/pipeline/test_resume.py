@@ -1,0 +1,133 @@
+"""Resumable runs through ``run()``: a run stopped after a stage is resumed from its kept
+results with the outputs of an uninterrupted run; other input or config, or ``resume=False``,
+start afresh and say why. (The command line's SIGKILL case is in tests/cli/test_dedupe.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.config import build_config
+from neardup_spark.pipeline import resume
+from neardup_spark.pipeline.dedupe import run
+from neardup_spark.quality.generate import generate_corpus
+
+OUTPUTS = ("clusters", "pairs", "deduplicated")
+
+
+class Crash(Exception):
+    """Stands for a kill at a stage's end (the CLI test kills the process for real)."""
+
+
+def table_of(path) -> list:
+    rows = ds.dataset(str(path)).to_table().to_pylist()
+    return sorted(tuple(r.values()) for r in rows)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    table, _ = generate_corpus(600, seed=4, mean_words=80)
+    root = tmp_path_factory.mktemp("resume-in")
+    pq.write_table(table.slice(0, 300), root / "part-0.parquet")
+    pq.write_table(table.slice(300), root / "part-1.parquet")
+    return root
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(spark, corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("resume-out") / "whole"
+    report = run(spark, str(corpus), str(out), build_config())
+    return out, report
+
+
+def crash_after(monkeypatch, stage: str) -> None:
+    def pause(point: str) -> None:
+        if point == f"after_{stage}":
+            raise Crash(point)
+
+    monkeypatch.setattr(resume, "pause_if_asked", pause)
+
+
+def staged_markers(out) -> list[str]:
+    (run_dir,) = (out / "_staging").iterdir()
+    return sorted(p.stem for p in (run_dir / "stages").glob("*.json"))
+
+
+@pytest.mark.parametrize("stage", ["candidates", "components"])
+def test_a_run_stopped_after_a_stage_resumes_with_the_same_outputs(
+    spark, corpus, uninterrupted, tmp_path, monkeypatch, stage
+):
+    whole, whole_report = uninterrupted
+    finished = list(resume.STAGES[: resume.STAGES.index(stage) + 1])
+    out = tmp_path / "out"
+    with monkeypatch.context() as patched:
+        crash_after(patched, stage)
+        with pytest.raises(Crash):
+            run(spark, str(corpus), str(out), build_config())
+    assert staged_markers(out) == sorted(finished)
+    assert not (out / "_SUCCESS").exists()
+    report = run(spark, str(corpus), str(out), build_config())
+    assert report["resumed_stages"] == finished
+    assert report["resume"]["started_afresh"] == []
+    assert report["run_id"] == whole_report["run_id"]  # same input and config, same id
+    assert set(finished).isdisjoint(report["stage_seconds"])
+    assert "write" in report["stage_seconds"]
+    assert report["counts"] == whole_report["counts"]
+    for name in OUTPUTS:
+        assert table_of(out / name) == table_of(whole / name), name
+    saved = json.loads((out / "report.json").read_text())
+    assert saved["resumed_stages"] == finished
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["resumed_stages"] == saved["resumed_stages"]
+    assert not (out / "_staging").exists()  # committed: the kept stages are gone
+
+
+def test_a_changed_config_starts_afresh_and_says_so(spark, corpus, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    with monkeypatch.context() as patched:
+        crash_after(patched, "sketch")
+        with pytest.raises(Crash):
+            run(spark, str(corpus), str(out), build_config())
+    report = run(spark, str(corpus), str(out), build_config(options={"threshold": 0.9}))
+    assert report["resumed_stages"] == []
+    (why,) = report["resume"]["started_afresh"]
+    assert "the config changed" in why and "input" not in why.split(":")[1]
+    assert "sketch" in report["stage_seconds"]
+
+
+def test_a_changed_input_starts_afresh_and_says_so(spark, corpus, tmp_path, monkeypatch):
+    changed = tmp_path / "in"
+    changed.mkdir()
+    for part in corpus.iterdir():
+        (changed / part.name).write_bytes(part.read_bytes())
+    out = tmp_path / "out"
+    with monkeypatch.context() as patched:
+        crash_after(patched, "exact")
+        with pytest.raises(Crash):
+            run(spark, str(changed), str(out), build_config())
+    table = pq.read_table(changed / "part-1.parquet")
+    pq.write_table(table.slice(0, 200), changed / "part-1.parquet")  # 100 documents fewer
+    report = run(spark, str(changed), str(out), build_config())
+    assert report["resumed_stages"] == []
+    (why,) = report["resume"]["started_afresh"]
+    assert "the input changed (1 file(s) added, removed or modified)" in why
+    assert report["counts"]["input_rows"] == 500
+
+
+def test_resume_false_starts_afresh(spark, corpus, uninterrupted, tmp_path, monkeypatch):
+    whole, _ = uninterrupted
+    out = tmp_path / "out"
+    with monkeypatch.context() as patched:
+        crash_after(patched, "verify")
+        with pytest.raises(Crash):
+            run(spark, str(corpus), str(out), build_config())
+    assert staged_markers(out) == ["candidates", "exact", "sketch", "verify"]
+    report = run(spark, str(corpus), str(out), build_config(), resume=False)
+    assert report["resumed_stages"] == []
+    (why,) = report["resume"]["started_afresh"]
+    assert why.startswith("--no-resume")
+    for name in OUTPUTS:
+        assert table_of(out / name) == table_of(whole / name), name
