@@ -32,6 +32,7 @@ from neardup_spark.pipeline.execution import (
     run_together,
     start_python_workers,
 )
+from neardup_spark.pipeline.filtered_scans import addressed_input
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.pipeline.resume import RunPlan, StageResults, plan_run
 from neardup_spark.pipeline.steps import (
@@ -87,6 +88,7 @@ def dedupe(
     results = results or StageResults()
     check_columns(df, config.id_col, config.text_col)
     ranking = preference_table(df, config.id_col, config.preference) if config.prefer else None
+    addressed = addressed_input(df, config.id_col, config.text_col)  # None unless a file scan
     df, parts = grouped_input(df)  # the per-document pass, verification and deduplicated/ read it
     cleaning = boilerplate_step(df, config, timer) if config.strip_boilerplate else None
     features, counts = document_table(
@@ -104,7 +106,9 @@ def dedupe(
     if config.method != "exact":
         texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
         pair_parts.append(
-            near_duplicate_pairs(features, texts, unique_docs, config, timer, counts, results)
+            near_duplicate_pairs(
+                features, texts, unique_docs, config, timer, counts, results, addressed
+            )
         )
     pairs = union_pairs(pair_parts)
     # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
@@ -136,7 +140,7 @@ def dedupe(
             pairs_written()
     finish_components(results, counts, rounds)
     results.release("exact", "candidates", "verify")
-    clusters, deduplicated = output_tables(df, features, members, config, counts)
+    clusters, deduplicated = output_tables(df, features, members, config, counts, addressed)
     report = run_report(config, counts, rounds, timer)
     if cleaning:
         with timer.stage("boilerplate"):

@@ -31,6 +31,17 @@ PYTHON_TASK_BYTES = 64 * 2**20
 CANDIDATE_ENTRIES_PER_PARTITION = 3_500_000
 
 
+# Text bytes the verification shuffle puts in one partition at most (each is sorted by pair,
+# then scored by one Python task): a fixed 4 partitions held 1.5 GB each at ten million pages.
+VERIFY_BYTES_PER_PARTITION = 128 * 2**20
+
+
+def verify_partitions(spark: SparkSession, side_rows: int, bytes_per_side: float) -> int:
+    """Partitions of the shuffle that brings each candidate pair's two texts together."""
+    needed = math.ceil(side_rows * bytes_per_side / VERIFY_BYTES_PER_PARTITION)
+    return max(shuffle_partitions(spark), needed)
+
+
 def maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:
     """Broadcast a small table (at most :data:`BROADCAST_MAX_ROWS` rows) so the large side of
     a join is never shuffled."""

@@ -13,7 +13,14 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from neardup_spark.columns import CHAR_UNIT, HAS_TEXT, N_WORDS, REPLACED_BYTES, TEXT_IS_NULL
+from neardup_spark.columns import (
+    CHAR_UNIT,
+    HAS_TEXT,
+    N_CHARS,
+    N_WORDS,
+    REPLACED_BYTES,
+    TEXT_IS_NULL,
+)
 from neardup_spark.config import DedupeConfig
 from neardup_spark.kernels.lsh import (
     approximate_threshold,
@@ -72,7 +79,8 @@ class StageTimer:
 def input_count_columns(ngram: int, char_ngram: int) -> dict[str, Column]:
     """The report's per-input counts as aggregate columns over the text-feature columns: rows,
     null, empty and short texts (fewer tokens than a shingle), character-shingled texts, texts
-    with replaced bytes and the bytes replaced."""
+    with replaced bytes, the bytes replaced, and the characters of all texts (which size the
+    verification shuffle)."""
     shortest = F.when(F.col(CHAR_UNIT), char_ngram).otherwise(ngram)
     return {
         "input_rows": F.count(F.lit(1)),
@@ -82,6 +90,7 @@ def input_count_columns(ngram: int, char_ngram: int) -> dict[str, Column]:
         "char_shingled_texts": F.sum(F.col(CHAR_UNIT).cast("long")),
         "texts_with_replaced_bytes": F.sum((F.col(REPLACED_BYTES) > 0).cast("long")),
         "replaced_bytes": F.sum(F.col(REPLACED_BYTES).cast("long")),
+        "text_chars": F.sum(F.col(N_CHARS).cast("long")),
     }
 
 

@@ -27,7 +27,9 @@ from neardup_spark.pipeline.execution import (
     run_alongside,
     shuffle_partitions,
     spread,
+    verify_partitions,
 )
+from neardup_spark.pipeline.filtered_scans import AddressedInput
 from neardup_spark.pipeline.reporting import (
     StageTimer,
     banding_section,
@@ -47,7 +49,12 @@ from neardup_spark.stages.clusters import (
 )
 from neardup_spark.stages.documents import document_features
 from neardup_spark.stages.exact_copies import exact_copy_edges
-from neardup_spark.stages.verify import hamming_scored, score_candidate_texts, verified
+from neardup_spark.stages.verify import (
+    hamming_scored,
+    score_candidate_texts,
+    side_requests,
+    verified,
+)
 
 # The per-document table is cached on local disk, not on the JVM heap: a 2 GB heap then serves
 # corpora of millions of documents, and the OS page cache keeps re-reads fast.
@@ -171,17 +178,30 @@ def near_duplicate_pairs(
     timer: StageTimer,
     counts: dict[str, int],
     results: StageResults,
+    addressed: AddressedInput | None = None,
 ) -> DataFrame:
     """Candidates from ``unique_docs``' band keys, scored with ``features``' SimHash or with
     MinHash sets recomputed from ``texts`` (``doc_id``, ``text``; or a function of the
-    candidates and whether to broadcast them giving those) -> verified ``pairs/`` rows."""
+    candidates and whether to broadcast them giving those, as the boilerplate step's cleaned
+    texts) -> verified ``pairs/`` rows. ``addressed``: the input with addresses, to read only
+    the candidates' texts when their list is too long to broadcast."""
     candidates = candidate_pairs(unique_docs, config, timer, counts, results)
 
     def verified_pairs() -> DataFrame:
         if config.method == "minhash":
-            broadcast = 2 * counts["candidate_pairs"] <= BROADCAST_MAX_ROWS
-            candidate_texts = texts(candidates, broadcast) if callable(texts) else texts
-            scored = candidates.transform(score_candidate_texts(candidate_texts, config, broadcast))
+            sides = 2 * counts["candidate_pairs"]
+            broadcast = sides <= BROADCAST_MAX_ROWS
+            if callable(texts):
+                docs = texts(candidates, broadcast)
+            elif not broadcast and addressed and addressed.words_fit(counts["input_rows"]):
+                docs = addressed.texts_of(side_requests(candidates))
+            else:
+                docs = texts
+            chars = counts.get("text_chars", 0) / max(counts["input_rows"], 1)
+            parts = verify_partitions(candidates.sparkSession, sides, chars)
+            scored = candidates.transform(
+                score_candidate_texts(docs, config, broadcast, partitions=parts)
+            )
             return scored.transform(verified(config.threshold))
         return candidates.transform(hamming_scored(features)).where(
             F.col(HAMMING) <= config.hamming_k
@@ -263,14 +283,18 @@ def output_tables(
     members: DataFrame,
     config: DedupeConfig,
     counts: dict[str, int],
+    addressed: AddressedInput | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """The ``clusters/`` table (every document) and ``deduplicated/`` (input rows of the
-    representatives and singletons)."""
+    representatives and singletons; through ``addressed`` when the removed documents are too
+    many to broadcast)."""
     n_members = 2 * counts["verified_pairs"]  # an upper bound on the documents in clusters
     clusters = features.transform(cluster_table(maybe_broadcast(members, n_members)))
-    removed_ids = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(
-        F.col(DOC_ID).alias(config.id_col)
-    )
+    removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(DOC_ID)
+    many = counts["removed"] > BROADCAST_MAX_ROWS
+    if many and addressed and addressed.words_fit(counts["input_rows"]):
+        return clusters, addressed.rows_without(removed)
+    removed_ids = removed.select(F.col(DOC_ID).alias(config.id_col))
     deduplicated = df.join(
         maybe_broadcast(removed_ids, counts["removed"]), config.id_col, "left_anti"
     )

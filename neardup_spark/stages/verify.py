@@ -63,19 +63,30 @@ def score_candidates(
     return transform
 
 
-def _paired_sides(docs: DataFrame, candidates: DataFrame, broadcast: bool) -> DataFrame:
-    """``docs`` rows joined with the candidate pairs they are in, one row per (pair, side),
-    each pair's two rows together in one partition and sorted by (doc_a, doc_b, side)."""
-    requests = candidates.select(
+def side_requests(candidates: DataFrame) -> DataFrame:
+    """Candidate pairs -> one row per (pair, side): ``doc_id`` (the side's document),
+    ``doc_a``, ``doc_b``, ``side`` (0 for ``doc_a``, 1 for ``doc_b``)."""
+    return candidates.select(
         F.col(DOC_A).alias(DOC_ID), DOC_A, DOC_B, F.lit(0).alias(SIDE)
     ).unionByName(candidates.select(F.col(DOC_B).alias(DOC_ID), DOC_A, DOC_B, F.lit(1).alias(SIDE)))
+
+
+def _paired_sides(
+    docs: DataFrame, candidates: DataFrame, broadcast: bool, partitions: int | None = None
+) -> DataFrame:
+    """``docs`` rows joined with the candidate pairs they are in, one row per (pair, side),
+    each pair's two rows together in one of ``partitions`` partitions (default: the shuffle
+    partitions) and sorted by (doc_a, doc_b, side)."""
+    requests = side_requests(candidates)
     if broadcast:
         requests = F.broadcast(requests)
-    return (
-        docs.join(requests, DOC_ID)
-        .repartition(DOC_A, DOC_B)
-        .sortWithinPartitions(DOC_A, DOC_B, SIDE)
+    joined = docs.join(requests, DOC_ID)
+    paired = (
+        joined.repartition(partitions, DOC_A, DOC_B)
+        if partitions
+        else joined.repartition(DOC_A, DOC_B)
     )
+    return paired.sortWithinPartitions(DOC_A, DOC_B, SIDE)
 
 
 def score_candidate_texts(
@@ -83,6 +94,7 @@ def score_candidate_texts(
     config: DedupeConfig,
     broadcast_candidates: bool = True,
     normalized: bool = False,
+    partitions: int | None = None,
 ) -> Callable[[DataFrame], DataFrame]:
     """Candidate pairs -> the same pairs scored as by :func:`score_candidates`, the shingle sets
     and sketches recomputed from ``texts`` (columns ``doc_id``, ``text``).
@@ -93,7 +105,8 @@ def score_candidate_texts(
     page, and compressible) travel in the one shuffle that brings a pair's sides together, not
     their shingle sets (~5 KB, incompressible), and the sets are computed right where they are
     compared. A document in ``k`` pairs is shingled ``k`` times: cheaper than a second shuffle.
-    ``normalized``: the texts are already normalised (the nightly index's).
+    ``normalized``: the texts are already normalised (the nightly index's). ``partitions``:
+    of the shuffle that pairs the sides up (default: the session's shuffle partitions).
     """
     with_sets = sets_from_texts_fn(config, normalized)
 
@@ -101,7 +114,9 @@ def score_candidate_texts(
         return score_sorted_sides(batches, with_sets)
 
     def transform(candidates: DataFrame) -> DataFrame:
-        sides = _paired_sides(texts.select(DOC_ID, TEXT), candidates, broadcast_candidates)
+        sides = _paired_sides(
+            texts.select(DOC_ID, TEXT), candidates, broadcast_candidates, partitions
+        )
         schema = scored_schema(candidates.schema[DOC_A].dataType)
         return sides.select(DOC_A, DOC_B, TEXT).mapInArrow(score, schema)
 

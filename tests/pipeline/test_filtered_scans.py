@@ -1,0 +1,80 @@
+"""Above the broadcast limit, verification reads the candidates' texts and ``deduplicated/``
+the kept rows through bitmap words over the input's addresses: the same outputs as the
+broadcast joins, and the same when the input is not a file scan (plain joins)."""
+
+from __future__ import annotations
+
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.config import build_config
+from neardup_spark.pipeline import filtered_scans, steps
+from neardup_spark.pipeline.dedupe import dedupe, run
+from neardup_spark.quality.generate import generate_corpus
+
+OUTPUTS = ("clusters", "pairs", "deduplicated")
+
+
+def table_of(path) -> list:
+    rows = ds.dataset(str(path)).to_table().to_pylist()
+    return sorted(tuple(r.values()) for r in rows)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    table, _ = generate_corpus(700, seed=8, mean_words=80)
+    root = tmp_path_factory.mktemp("filtered-in")
+    pq.write_table(table.slice(0, 350), root / "part-0.parquet", row_group_size=100)
+    pq.write_table(table.slice(350), root / "part-1.parquet", row_group_size=100)
+    return root
+
+
+@pytest.fixture(scope="module")
+def broadcast_run(spark, corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("filtered-out") / "broadcast"
+    report = run(spark, str(corpus), str(out), build_config())
+    assert report["counts"]["removed"] > 0 and report["counts"]["candidate_pairs"] > 0
+    return out, report
+
+
+def test_bitmap_filtered_scans_give_the_broadcast_outputs(
+    spark, corpus, broadcast_run, tmp_path, monkeypatch
+):
+    expected, expected_report = broadcast_run
+    calls: list[str] = []
+    for name in ("texts_of", "rows_without"):
+        original = getattr(filtered_scans.AddressedInput, name)
+
+        def recorded(self, ids, _original=original, _name=name):
+            calls.append(_name)
+            return _original(self, ids)
+
+        monkeypatch.setattr(filtered_scans.AddressedInput, name, recorded)
+    monkeypatch.setattr(steps, "BROADCAST_MAX_ROWS", 0)  # every id list is "too large"
+    report = run(spark, str(corpus), str(tmp_path / "out"), build_config())
+    assert sorted(calls) == ["rows_without", "texts_of"]
+    assert report["counts"] == expected_report["counts"]
+    for name in OUTPUTS:
+        assert table_of(tmp_path / "out" / name) == table_of(expected / name), name
+
+
+def test_without_addresses_the_joins_give_the_same_outputs(
+    spark, corpus, broadcast_run, monkeypatch
+):
+    """A DataFrame that is not a file scan (here: a union) has no addresses: shuffle joins."""
+    expected, _ = broadcast_run
+    monkeypatch.setattr(steps, "BROADCAST_MAX_ROWS", 0)
+    df = spark.read.parquet(str(corpus / "part-0.parquet")).unionByName(
+        spark.read.parquet(str(corpus / "part-1.parquet"))
+    )
+    assert filtered_scans.addressed_input(df, "id", "text") is None
+    result = dedupe(df, build_config())
+    got = {
+        "clusters": sorted(map(tuple, result.clusters.collect())),
+        "pairs": sorted(map(tuple, result.pairs.collect())),
+        "deduplicated": sorted(map(tuple, result.deduplicated.collect())),
+    }
+    result.release()
+    for name in OUTPUTS:
+        assert got[name] == table_of(expected / name), name
