@@ -1,12 +1,15 @@
 """A real Spark standalone cluster on loopback, the way a user runs the job on one.
 
-The fixture starts a master and a worker with pyspark's ``sbin/spark-daemon.sh`` (the pip
-package has no ``start-master.sh``), on free ports, with logs, pid files and the worker's work
-directory in a temporary directory, and always stops both. The test ships the package as a zip
+The fixture starts a master and two workers of one core each with pyspark's
+``sbin/spark-daemon.sh`` (neardup_spark/bench/standalone.py), on free ports, with logs, pid
+files and the workers' work directories in a temporary directory, and always stops them. The
+test ships the package as a zip
 with ``--py-files`` and ``spark-submit``s ``jobs/dedupe.py`` with ``conf/cluster.yaml`` to
 ``spark://127.0.0.1:PORT``. The driver and the executors run this virtualenv's Python with
 ``-S`` (no ``.pth`` files, so not the editable install of the package): they can import
-``neardup_spark`` only from the shipped zip. The clusters must equal a local-mode run.
+``neardup_spark`` only from the shipped zip. The clusters and pairs must equal a local-mode
+run's (``local[2]``), with the components forced into distributed large-star/small-star
+rounds on the cluster (one task in local mode).
 
 ``make cluster-test`` runs this file alone; ``make test`` runs it too.
 """
@@ -14,58 +17,23 @@ with ``--py-files`` and ``spark-submit``s ``jobs/dedupe.py`` with ``conf/cluster
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import sysconfig
-import time
-import urllib.request
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from neardup_spark.bench.standalone import ClusterError, Standalone, spark_home, standalone_cluster
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-MASTER = "org.apache.spark.deploy.master.Master"
-WORKER = "org.apache.spark.deploy.worker.Worker"
-START_TIMEOUT = 120
-SUBMIT_TIMEOUT = 300
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
-
-
-@dataclass
-class Standalone:
-    master_url: str
-    env: dict[str, str]
-    base: Path
-
-    @property
-    def work_dir(self) -> Path:
-        return self.base / "work"
-
-    def logs(self) -> str:
-        parts = []
-        for log in sorted((self.base / "logs").glob("*.out")):
-            parts.append(f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-30:]))
-        return "\n".join(parts)
+SUBMIT_TIMEOUT = 420
 
 
 def write_python_without_editable_install(path: Path) -> Path:
@@ -82,93 +50,16 @@ def write_python_without_editable_install(path: Path) -> Path:
     return path
 
 
-def _daemon(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["bash", str(spark_home() / "sbin" / "spark-daemon.sh"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def _pid(env: dict[str, str], cls: str) -> int | None:
-    pid_file = Path(env["SPARK_PID_DIR"]) / f"spark-{env['SPARK_IDENT_STRING']}-{cls}-1.pid"
-    try:
-        return int(pid_file.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _stop(env: dict[str, str], cls: str) -> None:
-    """``spark-daemon.sh stop`` (SIGTERM to the pid it recorded), then wait for the exit."""
-    pid = _pid(env, cls)
-    _daemon(env, "stop", cls, "1")
-    deadline = time.monotonic() + 30
-    while pid is not None and _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.5)
-
-
-def _master_state(ui_port: int) -> dict:
-    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as response:
-        return json.loads(response.read())
-
-
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory) -> Iterator[Standalone]:
+    """A master and two workers of one core each (neardup_spark/bench/standalone.py)."""
     base = tmp_path_factory.mktemp("standalone")
-    for name in ("logs", "pids", "conf", "work"):
-        (base / name).mkdir()
     python = write_python_without_editable_install(base / "python")
-    env = {
-        **os.environ,
-        "SPARK_HOME": str(spark_home()),
-        "SPARK_LOG_DIR": str(base / "logs"),
-        "SPARK_PID_DIR": str(base / "pids"),
-        "SPARK_CONF_DIR": str(base / "conf"),  # empty: no site configuration leaks in
-        "SPARK_IDENT_STRING": "neardup-test",
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": str(python),
-        "PYSPARK_DRIVER_PYTHON": str(python),
-    }
-    env.pop("PYTHONPATH", None)
-    port, ui_port, worker_ui = free_port(), free_port(), free_port()
-    master_url = f"spark://127.0.0.1:{port}"
-    started: list[str] = []
-    cluster = Standalone(master_url, env, base)
     try:
-        started.append(MASTER)  # before starting: stopped even if the start half-succeeds
-        _daemon(env, "start", MASTER, "1", "--host", "127.0.0.1", "--port", str(port),
-                "--webui-port", str(ui_port))  # fmt: skip
-        started.append(WORKER)
-        _daemon(env, "start", WORKER, "1", master_url, "--host", "127.0.0.1", "--cores", "2",
-                "--memory", "2g", "--webui-port", str(worker_ui),
-                "--work-dir", str(cluster.work_dir))  # fmt: skip
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                state = _master_state(ui_port)
-                if any(w.get("state") == "ALIVE" for w in state.get("workers", [])):
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"no worker registered in {START_TIMEOUT} s\n{cluster.logs()}")
-            time.sleep(1)
-        yield cluster
-    finally:
-        for cls in reversed(started):
-            _stop(env, cls)
+        with standalone_cluster(base, workers=2, cores=1, memory="1g", python=str(python)) as c:
+            yield c
+    except ClusterError as exc:
+        pytest.fail(str(exc))
 
 
 def build_zip(dest: Path) -> Path:
@@ -219,6 +110,8 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
             "1g",
             "--total-executor-cores",
             "2",
+            "--executor-cores",
+            "1",
             "--py-files",
             str(package),
             str(REPO / "jobs" / "dedupe.py"),
@@ -226,11 +119,15 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
             str(out),
             "--config",
             str(REPO / "conf" / "cluster.yaml"),
-            # scaled down to the 2-core, 2 GB test worker
+            # scaled down to the two 1-core, 1 GB test workers
             "--set",
-            "spark.executor.cores=2",
+            "spark.executor.cores=1",
             "--set",
-            "spark.executor.memory=1g",
+            "spark.executor.memory=768m",
+            "--set",
+            "spark.executor.memoryOverhead=256m",
+            "--set",
+            "components_single_task_max_edges=0",
             "--set",
             "spark.sql.shuffle.partitions=4",
         ],
@@ -259,3 +156,13 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
     }
     assert report["counts"]["clusters"] == local_report["counts"]["clusters"] < 300
     assert report["counts"]["near_pairs"] == local_report["counts"]["near_pairs"]
+    assert report["components"]["strategy"] == "distributed"
+    assert local_report["components"]["strategy"] == "single_task"
+    assert pairs_of(out) == pairs_of(local_out) and pairs_of(out)
+    # Both workers ran executors of the application.
+    assert len({p.parent for p in standalone.work_dir.glob("app-*/*/stderr")}) == 2
+
+
+def pairs_of(out: Path) -> list[tuple]:
+    rows = ds.dataset(str(out / "pairs")).to_table().to_pylist()
+    return sorted((r["doc_a"], r["doc_b"], r["method"], r["jaccard"]) for r in rows)
