@@ -18,7 +18,7 @@ COMPAT_SPARK_spark4 := pyspark>=4,<5
 COMPAT_PYTHON_spark35 ?= $(firstword $(shell command -v python3.10) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
 COMPAT_PYTHON_spark4 ?= $(firstword $(shell command -v python3.13) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
-.PHONY: help setup demo test test-compat lock lint format bench bench-nightly cluster-test eval-extract eval-boilerplate clean
+.PHONY: help setup demo test test-compat lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -70,7 +70,11 @@ NIGHTLY_SIZES ?= 100000,300000
 bench-nightly: $(STAMP)  ## only bench's nightly case: 10k new docs against indexes of 100k and 300k vs a full rerun, then 30 nights on 300k (NIGHTLY_SIZES=100000,300000,1000000 adds 1M)
 	$(BIN)/neardup bench --nightly-only --nightly-sizes $(NIGHTLY_SIZES)
 
-cluster-test: $(STAMP)  ## standalone master+worker on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test)
+SCALE_DOCS ?= 1000000,10000000
+bench-scale: $(STAMP)  ## 1M and 10M documents: time, memory, disk, shuffle, growth; at 1M also distributed components, 64 partitions, a 2-worker cluster, a resumed run (~2 h on 2 cores, ~60 GB of disk)
+	$(BIN)/neardup bench --docs $(SCALE_DOCS) --rows neardup-minhash,neardup-distributed-cc,neardup-64-partitions,neardup-standalone,neardup-resume --no-nightly --scale-metrics --timeout 7200 --workdir out/bench-scale
+
+cluster-test: $(STAMP)  ## standalone master + 2 workers on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test)
 	$(BIN)/python -m pytest -q -m slow tests/runtime/test_standalone_cluster.py
 
 eval-extract: $(STAMP)  ## main-content extraction F1 and WARC reader speed on ../shared/data

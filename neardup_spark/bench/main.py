@@ -30,6 +30,7 @@ from neardup_spark.bench.rows import run_row
 from neardup_spark.bench.scoring import score_rows
 from neardup_spark.bench.settings import BenchSettings
 from neardup_spark.bench.tables import format_markdown
+from neardup_spark.bench.variants import compare_variants
 
 
 def run_bench(settings: BenchSettings, echo: Callable[[str], None]) -> int:
@@ -82,6 +83,8 @@ class MainTable:
                 "timeout": settings.timeout,
                 "mllib_max_docs": settings.mllib_max_docs,
                 "datasketch_max_docs": settings.datasketch_max_docs,
+                "variant_max_docs": settings.variant_max_docs,
+                "scale_metrics": settings.scale_metrics,
                 "workdir": str(self.workdir),
             },
             "corpora": [],
@@ -134,6 +137,7 @@ class MainTable:
             all_rows.append(record)
             self.echo(progress_line(record))
             self.save()
+        compare_variants(size_rows)
         scoring = time.perf_counter()
         score_rows(size_rows, corpus, self.settings.threshold)
         self.results.setdefault("scoring_seconds", {})[str(docs)] = round(

@@ -102,8 +102,11 @@ class TreeRssSampler:
     ``peak_bytes`` is the largest sum seen; ``pids_seen`` every pid ever in the tree.
     """
 
-    def __init__(self, pid: int, interval: float = SAMPLE_INTERVAL) -> None:
+    def __init__(
+        self, pid: int, interval: float = SAMPLE_INTERVAL, extra: Sequence[int] = ()
+    ) -> None:
         self.pid = pid
+        self.extra = tuple(extra)
         self.interval = interval
         self.peak_bytes = 0
         self.samples = 0
@@ -119,6 +122,10 @@ class TreeRssSampler:
 
     def sample(self) -> int:
         total, pids = tree_rss(self.pid)
+        for other in self.extra:  # e.g. a standalone cluster's workers and their executors
+            more, other_pids = tree_rss(other)
+            total += more
+            pids += other_pids
         self.pids_seen.update(pids)
         self.peak_bytes = max(self.peak_bytes, total)
         self.samples += 1
@@ -180,10 +187,12 @@ def run_measured(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     interval: float = SAMPLE_INTERVAL,
+    also_sample: Sequence[int] = (),
 ) -> Measured:
     """Run ``command`` (stdout and stderr to ``log_path``), timing it and sampling the summed
-    RSS of its process tree. On timeout the whole tree (its process group) is ended and
-    ``timed_out`` is set. ``wall_seconds`` runs from start to the process's exit."""
+    RSS of its process tree (plus the trees of ``also_sample``). On timeout the whole tree (its
+    process group) is ended and ``timed_out`` is set. ``wall_seconds`` runs from start to the
+    process's exit."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         started = time.perf_counter()
@@ -195,7 +204,7 @@ def run_measured(
             env=env,
             start_new_session=True,
         )
-        sampler = TreeRssSampler(proc.pid, interval).start()
+        sampler = TreeRssSampler(proc.pid, interval, also_sample).start()
         timed_out = False
         try:
             proc.wait(timeout=timeout)

@@ -40,22 +40,37 @@ from typing import Any
 
 from neardup_spark.bench.children import STATS_FILE
 from neardup_spark.bench.corpora import Corpus
-from neardup_spark.bench.processes import child_env, neardup_command, run_measured
+from neardup_spark.bench.processes import Measured, child_env, neardup_command, run_measured
+from neardup_spark.bench.scale import (
+    DiskSampler,
+    disk_dirs,
+    prepare_dirs,
+    scale_args,
+    scale_metrics,
+)
 from neardup_spark.bench.settings import BenchSettings
+from neardup_spark.bench.standalone import ClusterError
+from neardup_spark.bench.variants import (
+    VARIANTS,
+    Variant,
+    kill_after_stage,
+    resumed_stages,
+    variant_setup,
+)
+from neardup_spark.runtime.session import local_cores
 
 NEARDUP_ROWS = {
     "neardup-minhash": "minhash",
     "neardup-simhash": "simhash",
     "neardup-strip": "minhash",
+    **dict.fromkeys(VARIANTS, "minhash"),
 }
-# Rows that write no pairs/ (nothing to score).
-UNSCORED_ROWS = ("floor", "neardup-boilerplate")
 # What `neardup dedupe` prints after its summary: its SparkSession's start-up, JVM included.
 SPARK_START_LINE = re.compile(r"\(\+ ([0-9.]+) s Spark start-up\)")
 
 
 def row_command(row: str, corpus: Path, output: Path, settings: BenchSettings) -> list[str]:
-    """The command line of one row's process."""
+    """The command line of one row's process (a variant row's extra options come later)."""
     if row in NEARDUP_ROWS:
         return [
             *neardup_command(),
@@ -95,46 +110,90 @@ def _remove_tree(path: Path) -> None:
         path.unlink()
 
 
+def skip_reason(row: str, docs: int, settings: BenchSettings) -> str | None:
+    """Why ``row`` does not run at ``docs`` documents (None: it runs)."""
+    limits = {
+        "spark-mllib": ("--mllib-max-docs", settings.mllib_max_docs),
+        "datasketch": ("--datasketch-max-docs", settings.datasketch_max_docs),
+        **dict.fromkeys(VARIANTS, ("--variant-max-docs", settings.variant_max_docs)),
+    }
+    if row in limits and docs > limits[row][1]:
+        option, limit = limits[row]
+        return f"above {option} {limit:,}"
+    return None
+
+
 def run_row(row: str, corpus: Corpus, workdir: Path, settings: BenchSettings) -> dict[str, Any]:
     """Run one row in its own process and collect its timings (quality comes later)."""
     run_dir = workdir / "runs" / str(corpus.docs) / row
     output = run_dir / "output"
     log_path = run_dir / "log.txt"
     record: dict[str, Any] = {"docs": corpus.docs, "row": row, "status": "ok", "error": None}
-    limits = {
-        "spark-mllib": ("--mllib-max-docs", settings.mllib_max_docs),
-        "datasketch": ("--datasketch-max-docs", settings.datasketch_max_docs),
-    }
-    if row in limits and corpus.docs > limits[row][1]:
-        option, limit = limits[row]
-        record.update(status="skipped", error=f"above {option} {limit:,}")
+    skipped = skip_reason(row, corpus.docs, settings)
+    if skipped:
+        record.update(status="skipped", error=skipped)
         return record
     _remove_tree(output)
     command = row_command(row, corpus.corpus, output, settings)
+    measured_scale = settings.scale_metrics and row in NEARDUP_ROWS
+    if measured_scale:
+        prepare_dirs(run_dir)
+        command += scale_args(run_dir)
     record.update(command=command, log=str(log_path), output=str(output))
-    measured = run_measured(command, log_path, timeout=settings.timeout, env=child_env())
+    variant = VARIANTS.get(row, Variant())
+    try:
+        with variant_setup(variant, run_dir) as (extra, cluster_pids):
+            command += extra
+            if variant.killed_after:
+                killed = kill_after_stage(command, child_env(), variant.killed_after, run_dir)
+                record["killed_run"] = killed
+            watched = disk_dirs(run_dir, output) if measured_scale else {}
+            with DiskSampler(watched) as disk:
+                measured = run_measured(
+                    command, log_path, settings.timeout, child_env(), also_sample=cluster_pids
+                )
+    except (ClusterError, RuntimeError, OSError) as exc:
+        record.update(status="failed", error=str(exc).splitlines()[0] if str(exc) else repr(exc))
+        return record
     record.update(
         wall_seconds=round(measured.wall_seconds, 3),
         peak_rss_bytes=measured.peak_rss_bytes,
         rss_samples=measured.samples,
     )
+    _finish_record(record, row, measured, output, log_path, settings)
+    if record["status"] == "ok" and measured_scale:
+        cores = 2 if variant.cluster else local_cores(settings.master)
+        record["scale"] = scale_metrics(record, run_dir, corpus.corpus, disk.peak, cores)
+    if record["status"] == "ok" and variant.killed_after:
+        record["resumed_stages"] = resumed_stages(output)
+    return record
+
+
+def _finish_record(
+    record: dict[str, Any],
+    row: str,
+    measured: Measured,
+    output: Path,
+    log_path: Path,
+    settings: BenchSettings,
+) -> None:
+    """The status, timings and docs/s of a row whose process ended (in place)."""
     if measured.timed_out:
         record.update(status="timeout", error=f"timed out after {settings.timeout:g} s")
-        return record
+        return
     if measured.returncode != 0:
         record.update(status="failed", error=f"exit {measured.returncode}: {_tail(log_path)}")
-        return record
+        return
     try:
         record.update(read_timings(row, output, log_path))
     except (OSError, ValueError, KeyError) as exc:
         record.update(status="failed", error=f"no timings: {exc}")
-        return record
+        return
     if record["spark_start_seconds"] is not None:
         record["spark_start_seconds"] = round(record["spark_start_seconds"], 3)
     record["work_seconds"] = round(record["work_seconds"], 3)
-    record["docs_per_second"] = corpus.docs / record["work_seconds"]
-    record["docs_per_second_wall"] = corpus.docs / record["wall_seconds"]
-    return record
+    record["docs_per_second"] = record["docs"] / record["work_seconds"]
+    record["docs_per_second_wall"] = record["docs"] / record["wall_seconds"]
 
 
 def read_timings(row: str, output: Path, log_path: Path) -> dict[str, Any]:

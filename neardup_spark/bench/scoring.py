@@ -9,7 +9,8 @@
 A row reporting more than :data:`PRECISION_SAMPLE` distinct pairs has its precision measured on
 a uniform sample of that many (said in the table's notes). neardup rows are also scored with
 :func:`neardup_spark.quality.evaluate.evaluate` (its recall is the same number; its precision
-reads the ``jaccard`` column); the result is kept in ``results.json``.
+reads the ``jaccard`` column); the result is kept in ``results.json`` (up to
+:data:`EVALUATE_MAX_DOCS` documents).
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ from scipy.sparse.csgraph import connected_components
 
 from neardup_spark.bench.children import MLLIB_TOKEN_GAPS, NGRAM
 from neardup_spark.bench.corpora import Corpus
-from neardup_spark.bench.rows import NEARDUP_ROWS, UNSCORED_ROWS
+from neardup_spark.bench.settings import UNSCORED_ROWS
 from neardup_spark.errors import UserError
 from neardup_spark.quality.evaluate import evaluate, shingle_matrix
 
 # Exact Jaccard (precision) is measured on at most this many distinct pairs per row: all of
 # them at the default sizes except for rows that report many pairs (e.g. SimHash).
 PRECISION_SAMPLE = 100_000
+# neardup rows also scored by `neardup evaluate` (its recall is the table's), up to this size:
+# it holds every document's cluster in memory, several GB at ten million documents.
+EVALUATED_ROWS = ("neardup-minhash", "neardup-simhash")
+EVALUATE_MAX_DOCS = 2_000_000
 
 
 def score_rows(
@@ -343,5 +348,5 @@ def add_peer_notes(
                 f"{r['mllib_dropped_docs']:,} documents under {NGRAM} tokens dropped before "
                 "hashing (MLlib rejects empty vectors)",
             )
-        if r["row"] in NEARDUP_ROWS and r["status"] == "ok":
+        if r["row"] in EVALUATED_ROWS and r["status"] == "ok" and r["docs"] <= EVALUATE_MAX_DOCS:
             r["evaluate"] = evaluate_neardup(r["output"], corpus, threshold)

@@ -15,6 +15,15 @@ ROWS = (
     "spark-mllib",
     "datasketch",
 )
+# Rows run only when named in --rows (bench/variants.py): neardup-minhash run another way.
+VARIANT_ROWS = (
+    "neardup-distributed-cc",
+    "neardup-64-partitions",
+    "neardup-standalone",
+    "neardup-resume",
+)
+# Rows that write no pairs/ (nothing to score).
+UNSCORED_ROWS = ("floor", "neardup-boilerplate")
 DEFAULT_DOCS = "10000,30000,100000"
 DEFAULT_WORKDIR = "out/bench"
 DEFAULT_SEED = 1
@@ -23,6 +32,7 @@ DEFAULT_MASTER = "local[2]"
 DEFAULT_TIMEOUT = 900.0
 DEFAULT_MLLIB_MAX_DOCS = 100_000
 DEFAULT_DATASKETCH_MAX_DOCS = 100_000
+DEFAULT_VARIANT_MAX_DOCS = 1_000_000
 # The nightly case: index sizes and new documents per nightly run.
 DEFAULT_SIZES = "100000,300000"
 DEFAULT_NEW = 10_000
@@ -53,6 +63,9 @@ class BenchSettings:
     timeout: float = DEFAULT_TIMEOUT
     mllib_max_docs: int = DEFAULT_MLLIB_MAX_DOCS
     datasketch_max_docs: int = DEFAULT_DATASKETCH_MAX_DOCS
+    variant_max_docs: int = DEFAULT_VARIANT_MAX_DOCS
+    # Disk, shuffle and sizing figures of the neardup rows (bench/scale.py).
+    scale_metrics: bool = False
     nightly_sizes: Sequence[int] = _sizes(DEFAULT_SIZES)
     nightly_new: int = DEFAULT_NEW
     nightly_repeats: int = 1

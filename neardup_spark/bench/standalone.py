@@ -55,6 +55,15 @@ class Standalone:
     def work_dir(self) -> Path:
         return self.base / "work"
 
+    def pids(self) -> list[int]:
+        """The daemons' process ids (master and workers; executors are the workers'
+        children)."""
+        found = []
+        for path in sorted(Path(self.env["SPARK_PID_DIR"]).glob("*.pid")):
+            with contextlib.suppress(OSError, ValueError):
+                found.append(int(path.read_text().strip()))
+        return found
+
     def logs(self) -> str:
         parts = []
         for log in sorted((self.base / "logs").glob("*.out")):

@@ -101,6 +101,66 @@ def stage_table(rows: Sequence[dict[str, Any]]) -> str:
     return markdown_table(headers, cells, right={0, *range(2, len(headers))})
 
 
+SCALE_HEADERS = (
+    "docs",
+    "row",
+    "work s",
+    "growth",
+    "peak GB",
+    "input GB",
+    "staging peak GB",
+    "Spark local peak GB",
+    "outputs GB",
+    "shuffle written GB",
+    "spilled GB",
+    "shuffle B/doc",
+    "docs/core-hour",
+    "peak GB/core",
+    "same",
+    "resumed",
+)
+
+
+def _gb(value: Any) -> str:
+    return "-" if value is None else f"{value / GB:,.2f}"
+
+
+def scale_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The neardup rows' disk, shuffle and sizing figures (``--scale-metrics``), whether a
+    variant row gave neardup-minhash's clusters and pairs, and what a resumed run read back."""
+    shown = [r for r in rows if r.get("scale") or "same_as_minhash" in r]
+    if not shown:
+        return ""
+    cells = []
+    for r in shown:
+        m = r.get("scale", {})
+        resumed = r.get("resumed_stages")
+        share = r.get("rerun_share")
+        cells.append(
+            [
+                _fmt(r["docs"]),
+                str(r["row"]),
+                _fmt(r.get("work_seconds"), 1),
+                _fmt(r.get("growth_exponent")),
+                _gb(r.get("peak_rss_bytes")),
+                _gb(m.get("input_bytes")),
+                _gb(m.get("staging_peak_bytes")),
+                _gb(m.get("spark_local_peak_bytes")),
+                _gb(m.get("output_bytes")),
+                _gb(m.get("shuffle_write_bytes")),
+                _gb(m.get("disk_spill_bytes")),
+                _fmt(None if not m else round(m["shuffle_bytes_per_doc"])),
+                _fmt(None if not m else round(m["docs_per_core_hour"])),
+                _gb(m.get("peak_bytes_per_core")),
+                _fmt(r.get("same_as_minhash")),
+                "-"
+                if resumed is None
+                else ", ".join(resumed) + ("" if share is None else f" ({share:.0%} of fresh)"),
+            ]
+        )
+    return markdown_table(SCALE_HEADERS, cells, right=set(range(2, 14)) | {0})
+
+
 def machine_line(machine: dict[str, Any]) -> str:
     ram = machine.get("ram_bytes")
     load = machine.get("load_average")
@@ -145,6 +205,18 @@ def format_markdown(results: dict[str, Any]) -> str:
     stages = stage_table(results.get("rows", []))
     if stages:
         lines += ["", "neardup stage seconds (report.json):", "", stages]
+    scale = scale_table(results.get("rows", []))
+    if scale:
+        lines += [
+            "",
+            "Disk, shuffle and sizing (staging = OUTPUT/_staging: kept stage results, "
+            "checkpoints, staged outputs; Spark local = shuffle and spill files; shuffle and "
+            "spill from the event log; docs/core-hour = docs / (work s x cores / 3600); same "
+            "= clusters and pairs equal neardup-minhash's; resumed = stages a rerun read back "
+            "after a SIGKILL, its work s against the fresh run's):",
+            "",
+            scale,
+        ]
     notes = [
         f"- {r['docs']:,} {r['row']}: {r['note']}" for r in results.get("rows", []) if r.get("note")
     ]

@@ -21,8 +21,10 @@ from neardup_spark.bench.settings import (
     DEFAULT_SIZES,
     DEFAULT_THRESHOLD,
     DEFAULT_TIMEOUT,
+    DEFAULT_VARIANT_MAX_DOCS,
     DEFAULT_WORKDIR,
     ROWS,
+    VARIANT_ROWS,
     BenchSettings,
 )
 from neardup_spark.errors import EXIT_OK
@@ -63,12 +65,13 @@ def _docs_list(text: str) -> list[int]:
 
 def _rows_list(text: str) -> list[str]:
     rows = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [r for r in rows if r not in ROWS]
+    known = (*ROWS, *VARIANT_ROWS)
+    unknown = [r for r in rows if r not in known]
     if unknown or not rows:
         raise argparse.ArgumentTypeError(
-            f"unknown row(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(ROWS)}"
+            f"unknown row(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(known)}"
         )
-    return [r for r in ROWS if r in rows]
+    return [r for r in known if r in rows]
 
 
 def add_bench_options(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +89,8 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
         type=_rows_list,
         default=list(ROWS),
         metavar="ROW,...",
-        help=f"rows to run (default all: {','.join(ROWS)})",
+        help=f"rows to run (default: {','.join(ROWS)}); also {','.join(VARIANT_ROWS)}: "
+        "neardup-minhash run another way, which must give its clusters and pairs",
     )
     parser.add_argument(
         "--workdir",
@@ -131,6 +135,18 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_DATASKETCH_MAX_DOCS,
         help=f"skip datasketch above this size (default {DEFAULT_DATASKETCH_MAX_DOCS})",
+    )
+    parser.add_argument(
+        "--variant-max-docs",
+        type=int,
+        default=DEFAULT_VARIANT_MAX_DOCS,
+        help=f"skip the variant rows above this size (default {DEFAULT_VARIANT_MAX_DOCS:,})",
+    )
+    parser.add_argument(
+        "--scale-metrics",
+        action="store_true",
+        help="also measure the neardup rows' disk (input, staging, Spark local files, "
+        "outputs), shuffle and spill bytes (event log) and sizing figures (make bench-scale)",
     )
     add_nightly_options(parser)
 

@@ -1,0 +1,78 @@
+"""Variant rows: neardup-minhash run another way, compared with it; the resumed rerun."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.bench.corpora import Corpus
+from neardup_spark.bench.rows import run_row, skip_reason
+from neardup_spark.bench.settings import VARIANT_ROWS, BenchSettings
+from neardup_spark.bench.variants import VARIANTS, compare_variants, same_outputs
+
+
+def write_output(path, clusters, pairs):
+    for name, rows in (("clusters", clusters), ("pairs", pairs)):
+        (path / name).mkdir(parents=True)
+        pq.write_table(pa.table(rows), path / name / "part-0.parquet")
+
+
+def test_the_variant_rows_are_the_settings_ones():
+    assert tuple(VARIANTS) == VARIANT_ROWS
+
+
+def test_variants_are_skipped_above_their_size():
+    settings = BenchSettings(variant_max_docs=1000)
+    assert skip_reason("neardup-standalone", 1001, settings) == "above --variant-max-docs 1,000"
+    assert skip_reason("neardup-standalone", 1000, settings) is None
+    assert skip_reason("neardup-minhash", 10**9, settings) is None
+
+
+def test_compare_variants_against_neardup_minhash(tmp_path):
+    clusters = {"doc_id": ["a", "b", "c"], "cluster_id": ["a", "a", "c"]}
+    pairs = {"doc_a": ["a"], "doc_b": ["b"]}
+    write_output(tmp_path / "ref", clusters, pairs)
+    write_output(tmp_path / "same", {k: v[::-1] for k, v in clusters.items()}, pairs)
+    write_output(
+        tmp_path / "other",
+        {"doc_id": ["a", "b", "c"], "cluster_id": ["a", "b", "c"]},
+        {"doc_a": [], "doc_b": []},
+    )
+    assert same_outputs(tmp_path / "same", tmp_path / "ref")
+    rows = [
+        {
+            "row": "neardup-minhash",
+            "status": "ok",
+            "output": str(tmp_path / "ref"),
+            "work_seconds": 10.0,
+        },
+        {"row": "neardup-64-partitions", "status": "ok", "output": str(tmp_path / "same")},
+        {"row": "neardup-distributed-cc", "status": "ok", "output": str(tmp_path / "other")},
+        {
+            "row": "neardup-resume",
+            "status": "ok",
+            "output": str(tmp_path / "same"),
+            "work_seconds": 4.0,
+        },
+        {"row": "neardup-standalone", "status": "failed"},
+    ]
+    compare_variants(rows)
+    assert [r.get("same_as_minhash") for r in rows] == [None, True, False, True, None]
+    assert rows[3]["rerun_share"] == 0.4
+
+
+@pytest.mark.slow
+def test_the_resume_row_kills_a_run_after_candidates_and_measures_the_rerun(tmp_path):
+    from neardup_spark.quality.generate import write_corpus
+
+    write_corpus(str(tmp_path / "corpus"), 400, seed=3, mean_words=60)
+    corpus = Corpus(docs=400, root=tmp_path / "corpus")
+    settings = BenchSettings(timeout=600, scale_metrics=True)
+    record = run_row("neardup-resume", corpus, tmp_path / "bench", settings)
+    assert record["status"] == "ok", record
+    assert record["resumed_stages"] == ["sketch", "exact", "candidates"]
+    assert record["killed_run"]["seconds"] > 0
+    scale = record["scale"]
+    assert scale["tasks"] > 0 and scale["shuffle_write_bytes"] > 0 and scale["input_bytes"] > 0
+    assert scale["staging_peak_bytes"] > 0 and scale["output_bytes"] > 0
