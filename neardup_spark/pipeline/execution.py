@@ -7,6 +7,7 @@ import logging
 import math
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pyspark import InheritableThread
@@ -40,6 +41,25 @@ def verify_partitions(spark: SparkSession, side_rows: int, bytes_per_side: float
     """Partitions of the shuffle that brings each candidate pair's two texts together."""
     needed = math.ceil(side_rows * bytes_per_side / VERIFY_BYTES_PER_PARTITION)
     return max(shuffle_partitions(spark), needed)
+
+
+@contextmanager
+def shuffle_partitions_at_least(spark: SparkSession, partitions: int) -> Iterator[None]:
+    """Plan the queries run inside with at least ``partitions`` shuffle partitions.
+
+    A join of two shuffled sides gets ``spark.sql.shuffle.partitions`` partitions whatever the
+    sides were repartitioned to (Spark's EnsureRequirements), so the verification join is sized
+    through the setting, for the time of its stage (no other query runs then)."""
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    if partitions <= shuffle_partitions(spark):
+        yield
+        return
+    spark.conf.set(key, str(partitions))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before or "200")
 
 
 def maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:

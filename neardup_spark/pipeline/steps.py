@@ -26,6 +26,7 @@ from neardup_spark.pipeline.execution import (
     maybe_broadcast,
     run_alongside,
     shuffle_partitions,
+    shuffle_partitions_at_least,
     spread,
     verify_partitions,
 )
@@ -186,10 +187,13 @@ def near_duplicate_pairs(
     texts) -> verified ``pairs/`` rows. ``addressed``: the input with addresses, to read only
     the candidates' texts when their list is too long to broadcast."""
     candidates = candidate_pairs(unique_docs, config, timer, counts, results)
+    spark = candidates.sparkSession
+    sides = 2 * counts["candidate_pairs"]
+    chars = counts.get("text_chars", 0) / max(counts["input_rows"], 1)
+    parts = verify_partitions(spark, sides, chars) if config.method == "minhash" else 0
 
     def verified_pairs() -> DataFrame:
         if config.method == "minhash":
-            sides = 2 * counts["candidate_pairs"]
             broadcast = sides <= BROADCAST_MAX_ROWS
             if callable(texts):
                 docs = texts(candidates, broadcast)
@@ -197,8 +201,6 @@ def near_duplicate_pairs(
                 docs = addressed.texts_of(side_requests(candidates))
             else:
                 docs = texts
-            chars = counts.get("text_chars", 0) / max(counts["input_rows"], 1)
-            parts = verify_partitions(candidates.sparkSession, sides, chars)
             scored = candidates.transform(
                 score_candidate_texts(docs, config, broadcast, partitions=parts)
             )
@@ -207,7 +209,8 @@ def near_duplicate_pairs(
             F.col(HAMMING) <= config.hamming_k
         )
 
-    kept, counts["near_pairs"] = kept_stage(results, "verify", timer, verified_pairs)
+    with shuffle_partitions_at_least(spark, parts):  # the text join's shuffle too
+        kept, counts["near_pairs"] = kept_stage(results, "verify", timer, verified_pairs)
     return minhash_pairs(kept) if config.method == "minhash" else simhash_pairs(kept)
 
 

@@ -76,11 +76,10 @@ def _paired_sides(
 ) -> DataFrame:
     """``docs`` rows joined with the candidate pairs they are in, one row per (pair, side),
     each pair's two rows together in one of ``partitions`` partitions (default: the shuffle
-    partitions) and sorted by (doc_a, doc_b, side)."""
+    partitions) and sorted by (doc_a, doc_b, side). Without ``broadcast``, the join's own
+    shuffle takes the session's shuffle partitions (whatever its sides are repartitioned to)."""
     requests = side_requests(candidates)
-    if broadcast:
-        requests = F.broadcast(requests)
-    joined = docs.join(requests, DOC_ID)
+    joined = docs.join(F.broadcast(requests) if broadcast else requests, DOC_ID)
     paired = (
         joined.repartition(partitions, DOC_A, DOC_B)
         if partitions

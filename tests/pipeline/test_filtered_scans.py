@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.config import build_config
-from neardup_spark.pipeline import filtered_scans, steps
+from neardup_spark.pipeline import execution, filtered_scans, steps
 from neardup_spark.pipeline.dedupe import dedupe, run
 from neardup_spark.quality.generate import generate_corpus
 
@@ -52,7 +52,10 @@ def test_bitmap_filtered_scans_give_the_broadcast_outputs(
 
         monkeypatch.setattr(filtered_scans.AddressedInput, name, recorded)
     monkeypatch.setattr(steps, "BROADCAST_MAX_ROWS", 0)  # every id list is "too large"
+    # and verification's shuffles sized by text: ~15 partitions here instead of 4
+    monkeypatch.setattr(execution, "VERIFY_BYTES_PER_PARTITION", 16 * 1024)
     report = run(spark, str(corpus), str(tmp_path / "out"), build_config())
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"  # restored after the stage
     assert sorted(calls) == ["rows_without", "texts_of"]
     assert report["counts"] == expected_report["counts"]
     for name in OUTPUTS:
@@ -78,3 +81,13 @@ def test_without_addresses_the_joins_give_the_same_outputs(
     result.release()
     for name in OUTPUTS:
         assert got[name] == table_of(expected / name), name
+
+
+def test_shuffle_partitions_are_raised_for_a_stage_then_restored(spark):
+    key = "spark.sql.shuffle.partitions"
+    with execution.shuffle_partitions_at_least(spark, 2):  # fewer than the session's: unchanged
+        assert spark.conf.get(key) == "4"
+    with execution.shuffle_partitions_at_least(spark, 37):
+        assert spark.conf.get(key) == "37"
+        assert spark.range(100).repartition("id").rdd.getNumPartitions() == 37
+    assert spark.conf.get(key) == "4"
