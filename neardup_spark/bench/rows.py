@@ -164,6 +164,8 @@ def run_row(row: str, corpus: Corpus, workdir: Path, settings: BenchSettings) ->
     if record["status"] == "ok" and measured_scale:
         cores = 2 if variant.cluster else local_cores(settings.master)
         record["scale"] = scale_metrics(record, run_dir, corpus.corpus, disk.peak, cores)
+        # Measured: the largest output (a copy of most of the input) is not read again.
+        _remove_tree(output / "deduplicated")
     if record["status"] == "ok" and variant.killed_after:
         record["resumed_stages"] = resumed_stages(output)
     return record

@@ -7,7 +7,8 @@ For each neardup row it measures:
     :data:`DISK_SAMPLE_INTERVAL` seconds, of the run's staging directory (``OUTPUT/_staging``:
     the kept stage results, checkpoints and staged outputs) and of Spark's local directory
     (``spark.local.dir``, set to the row's own directory: shuffle and spill files); the
-    committed outputs (``clusters/``, ``pairs/``, ``deduplicated/``).
+    committed outputs (``clusters/``, ``pairs/``, ``deduplicated/``; the last is removed once
+    measured: ten million documents leave ~13 GB of it per row).
 *shuffle and spill*
     summed over every task from Spark's event log (``spark.eventLog.*``, written to the row's
     directory): shuffle bytes written and read, bytes spilled to disk and from memory, input

@@ -91,8 +91,9 @@ class StageResults:
                 cached.unpersist()
 
     def finish(self, stage: str, marker: dict[str, Any]) -> None:
-        """Record ``stage`` as finished, with ``marker`` (its counts), once everything it
-        stands for is written."""
+        """Record ``stage`` as finished, with ``marker`` (its counts; ``staged``: outputs
+        written with it, which must still be staged for it to count as finished), once
+        everything it stands for is written."""
 
 
 def _as_counts(values: dict[str, Any]) -> dict[str, int]:
@@ -106,6 +107,7 @@ class StagedResults(StageResults):
         super().__init__()
         self._spark = spark
         self._staged = staged
+        self._decided: dict[str, dict[str, Any] | None] = {}
 
     def _result(self, stage: str) -> str:
         return f"{STAGES_DIR}/{stage}"
@@ -114,12 +116,26 @@ class StagedResults(StageResults):
         return f"{STAGES_DIR}/{stage}.json"
 
     def finished(self, stage: str) -> dict[str, Any] | None:
+        """As :meth:`StageResults.finished`; decided once per run (a stage redone rewrites
+        what its marker looks for)."""
+        if stage not in self._decided:
+            self._decided[stage] = self._finished(stage)
+        return self._decided[stage]
+
+    def _finished(self, stage: str) -> dict[str, Any] | None:
         if not self._staged.exists(self._marker(stage)):
+            return None
+        marker = self._staged.read_json(self._marker(stage))
+        # Outputs staged with the stage (pairs/ with components) may have been moved into
+        # OUTPUT by a commit that was killed half way: then the stage is done again.
+        missing = [name for name in marker.get("staged", []) if not self._staged.exists(name)]
+        if missing:
+            log.info("stage %s: done again, its %s was moved out", stage, ", ".join(missing))
             return None
         if stage not in self.resumed:
             self.resumed.append(stage)
             log.info("stage %s: finished by an earlier run of this input and config", stage)
-        return self._staged.read_json(self._marker(stage))
+        return marker
 
     def load(self, stage: str) -> DataFrame:
         return self._spark.read.parquet(self._staged.child(self._result(stage)))

@@ -277,7 +277,7 @@ def finish_components(results: StageResults, counts: dict[str, int], rounds: int
     """Mark the components stage finished (once ``pairs/``, staged alongside it, is written)."""
     if "components" not in results.resumed:
         marker = {"removed": counts["removed"], "clusters": counts["clusters"]}
-        results.finish("components", {"counts": marker, "rounds": rounds})
+        results.finish("components", {"counts": marker, "rounds": rounds, "staged": ["pairs"]})
 
 
 def output_tables(

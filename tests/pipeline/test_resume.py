@@ -131,3 +131,22 @@ def test_resume_false_starts_afresh(spark, corpus, uninterrupted, tmp_path, monk
     assert why.startswith("--no-resume")
     for name in OUTPUTS:
         assert table_of(out / name) == table_of(whole / name), name
+
+
+def test_components_are_done_again_when_a_killed_commit_moved_pairs_out(
+    spark, corpus, uninterrupted, tmp_path, monkeypatch
+):
+    """pairs/ is staged with the components stage; a commit killed after moving it into OUTPUT
+    leaves the marker without it: the rerun does the components (and pairs/) again."""
+    whole, _ = uninterrupted
+    out = tmp_path / "out"
+    with monkeypatch.context() as patched:
+        crash_after(patched, "components")
+        with pytest.raises(Crash):
+            run(spark, str(corpus), str(out), build_config())
+    (run_dir,) = (out / "_staging").iterdir()
+    (run_dir / "pairs").rename(out / "pairs")  # as a commit does, before it was killed
+    report = run(spark, str(corpus), str(out), build_config())
+    assert report["resumed_stages"] == ["sketch", "exact", "candidates", "verify"]
+    for name in OUTPUTS:
+        assert table_of(out / name) == table_of(whole / name), name
