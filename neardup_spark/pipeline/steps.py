@@ -161,13 +161,17 @@ def candidate_pairs(
 ) -> DataFrame:
     """Bucket the documents' band keys into distinct candidate pairs (kept, counted)."""
     entries = counts["input_rows"] * config.banding.bands
-    parts = candidate_partitions(unique_docs.sparkSession, entries)
-    candidates, counts["candidate_pairs"] = kept_stage(
-        results,
-        "candidates",
-        timer,
-        lambda: unique_docs.transform(banded_candidate_pairs(config.bucket_all_pairs_max, parts)),
-    )
+    spark = unique_docs.sparkSession
+    parts = candidate_partitions(spark, entries)
+    with shuffle_partitions_at_least(spark, parts):  # the distinct() of the pairs found too
+        candidates, counts["candidate_pairs"] = kept_stage(
+            results,
+            "candidates",
+            timer,
+            lambda: unique_docs.transform(
+                banded_candidate_pairs(config.bucket_all_pairs_max, parts)
+            ),
+        )
     return candidates
 
 
