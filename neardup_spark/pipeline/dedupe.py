@@ -38,12 +38,10 @@ from neardup_spark.pipeline.resume import RunPlan, StageResults, plan_run
 from neardup_spark.pipeline.steps import (
     cluster_members,
     document_table,
-    exact_copy_pairs,
     finish_components,
-    near_duplicate_pairs,
     output_tables,
     run_report,
-    union_pairs,
+    verified_edges,
 )
 from neardup_spark.runtime.faults import pause_if_asked
 
@@ -100,20 +98,8 @@ def dedupe(
         cleaning.features_of if cleaning else None,
         results,
     )
-    exact, unique_docs = exact_copy_pairs(features, config, timer, counts, results)
-    pair_parts = [exact] if exact is not None else []
-    counts["candidate_pairs"] = counts["near_pairs"] = 0
-    if config.method != "exact":
-        texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
-        pair_parts.append(
-            near_duplicate_pairs(
-                features, texts, unique_docs, config, timer, counts, results, addressed
-            )
-        )
-    pairs = union_pairs(pair_parts)
-    # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
-    # the two sets are disjoint, so no job is needed to count their union.
-    counts["verified_pairs"] = counts["exact_copies"] + counts["near_pairs"]
+    texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
+    pairs = verified_edges(features, texts, config, timer, counts, results, addressed)
     write_now = write_pairs is not None and results.finished("components") is None
     pairs_written = (
         run_alongside(df.sparkSession, lambda: write_pairs(pairs))

@@ -218,6 +218,32 @@ def near_duplicate_pairs(
     return minhash_pairs(kept) if config.method == "minhash" else simhash_pairs(kept)
 
 
+def verified_edges(
+    features: DataFrame,
+    texts: DataFrame | Callable[[DataFrame, bool], DataFrame],
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+    results: StageResults,
+    addressed: AddressedInput | None = None,
+) -> DataFrame:
+    """Exact-copy edges and verified near-duplicate pairs (:func:`near_duplicate_pairs`) of
+    the per-document table -> the ``pairs/`` rows, counted in ``counts``."""
+    exact, unique_docs = exact_copy_pairs(features, config, timer, counts, results)
+    pair_parts = [exact] if exact is not None else []
+    counts["candidate_pairs"] = counts["near_pairs"] = 0
+    if config.method != "exact":
+        pair_parts.append(
+            near_duplicate_pairs(
+                features, texts, unique_docs, config, timer, counts, results, addressed
+            )
+        )
+    # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
+    # the two sets are disjoint, so no job is needed to count their union.
+    counts["verified_pairs"] = counts["exact_copies"] + counts["near_pairs"]
+    return union_pairs(pair_parts)
+
+
 def union_pairs(parts: list[DataFrame]) -> DataFrame:
     """The ``pairs/`` table from its parts (exact copies, near-duplicates), persisted."""
     pairs = parts[0]
