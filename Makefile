@@ -10,13 +10,14 @@ DEMO_DOCS ?= 5000
 # make setup: the package with every extra, at the versions of constraints.txt
 EXTRAS := ingest,report,bench,dev
 # make test-compat: the newest Spark of each supported line, each in its own venv, on the oldest
-# and the newest Python the project supports (falling back to $(PYTHON) when one is missing)
+# and the newest Python the project supports (falling back to $(PYTHON) when one is missing; a
+# pyenv shim of a version not selected prints nothing and is passed over)
 COMPAT_DIR := build/compat
 COMPAT_SUITE := tests/kernels tests/compat tests/io
 COMPAT_SPARK_spark35 := pyspark>=3.5,<3.6
 COMPAT_SPARK_spark4 := pyspark>=4,<5
-COMPAT_PYTHON_spark35 ?= $(firstword $(shell command -v python3.10) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
-COMPAT_PYTHON_spark4 ?= $(firstword $(shell command -v python3.13) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
+COMPAT_PYTHON_spark35 ?= $(firstword $(shell python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
+COMPAT_PYTHON_spark4 ?= $(firstword $(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
 .PHONY: help setup demo test test-compat lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate clean
 
@@ -51,6 +52,7 @@ $(COMPAT_DIR)/%/.installed: pyproject.toml
 test-compat: $(STAMP) $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.installed  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's (~8 min)
 	NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/pinned $(BIN)/python -m pytest -q -p no:cacheprovider tests/compat
 	@for env in spark35 spark4; do \
+	  $(COMPAT_DIR)/$$env/bin/pip install --quiet --no-deps --force-reinstall . || exit 1; \
 	  echo "== $$env: $$($(COMPAT_DIR)/$$env/bin/python -c 'import sys, pyspark; print("pyspark", pyspark.__version__, "python", sys.version.split()[0])')"; \
 	  NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/$$env NEARDUP_COMPAT_REFERENCE=$(COMPAT_DIR)/pinned/clusters.json \
 	    $(COMPAT_DIR)/$$env/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning $(COMPAT_SUITE) || exit 1; \
@@ -84,7 +86,7 @@ EVAL_BP := out/eval-boilerplate
 eval-boilerplate: $(STAMP)  ## boilerplate settings on generated template pages and the WARC samples of ../shared/data
 	$(BIN)/neardup ingest ../shared/data/warc $(EVAL_BP)/text --extract text --overwrite
 	$(BIN)/neardup ingest ../shared/data/warc $(EVAL_BP)/main --extract main --overwrite
-	$(BIN)/neardup eval-boilerplate --real $(EVAL_BP)/text/corpus $(EVAL_BP)/main/corpus
+	$(BIN)/neardup eval-boilerplate --real $(EVAL_BP)/text $(EVAL_BP)/main
 
 lint: $(STAMP)  ## ruff, mypy and the architecture contracts (import-linter)
 	$(BIN)/ruff check .

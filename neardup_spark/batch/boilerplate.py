@@ -128,9 +128,8 @@ def unit_counts_fn(
                 names=[UNIT_KEY, UNIT_DOCS],
             )
         table = pa.Table.from_batches([batch])
-        order = pc.sort_indices(
-            table, sort_keys=_order_keys(prefer), null_placement="at_end"
-        ).to_numpy()
+        # Nulls last is pyarrow's default (naming it is deprecated from pyarrow 25 on).
+        order = pc.sort_indices(table, sort_keys=_order_keys(prefer)).to_numpy()
         rank = np.empty(batch.num_rows, dtype=np.int64)
         rank[order] = np.arange(batch.num_rows)
         by_key = np.lexsort((rank[docs], keys))

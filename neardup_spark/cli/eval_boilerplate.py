@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
         "--real",
         nargs=2,
         metavar=("TEXT_CORPUS", "MAIN_CORPUS"),
-        help="the same crawl ingested with --extract text and --extract main (their corpus/)",
+        help="the same crawl ingested with --extract text and --extract main (their OUTPUTs)",
     )
     parser.add_argument(
         "--run",

@@ -40,7 +40,12 @@ from neardup_spark.kernels.compiled_words import (
     word_counts,
 )
 from neardup_spark.kernels.hashing import GOLDEN64, fmix64
-from neardup_spark.kernels.normalize import DEFAULT_OPTIONS, NormalizeOptions, normalize_texts
+from neardup_spark.kernels.normalize import (
+    DEFAULT_OPTIONS,
+    NormalizeOptions,
+    ascii_table,
+    normalize_texts,
+)
 from neardup_spark.kernels.shingles import char_unit_mask, split_words
 
 UNITS = ("line", "paragraph")
@@ -303,7 +308,7 @@ def unit_features(
         hashes, tokens, general = _ascii_unit_hashes(
             units.data,
             units.bounds,
-            _ascii_table(options.casefold),
+            ascii_table(options.casefold),
             np.uint64(UNIT_HASH_SEED),
             np.empty(max(int(np.diff(units.bounds).max(initial=0)), 1), dtype=np.uint8),
         )
@@ -315,17 +320,6 @@ def unit_features(
         return UnitFeatures(units, hashes, tokens)
     hashes, tokens = _general_features(units.texts(), options, shingle_unit)
     return UnitFeatures(units, hashes, tokens)
-
-
-def _ascii_table(lower: bool) -> np.ndarray:
-    """ASCII byte -> what the normaliser's ASCII path writes: the (lower-cased) letter or digit,
-    else a space (bytes >= 128 are flagged before the table matters)."""
-    table = np.full(256, 32, dtype=np.uint8)
-    for c in b"0123456789abcdefghijklmnopqrstuvwxyz":
-        table[c] = c
-    for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
-        table[c] = c + 32 if lower else c
-    return table
 
 
 def _general_features(

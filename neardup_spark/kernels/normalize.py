@@ -65,7 +65,7 @@ def _casefold(texts: pa.Array) -> pa.Array:
     return pa.array(folded, type=texts.type)
 
 
-def _ascii_table(lower: bool) -> np.ndarray:
+def ascii_table(lower: bool) -> np.ndarray:
     """ASCII byte -> what the ASCII path writes: the (lower-cased) letter or digit, else a
     space."""
     table = np.full(256, 32, dtype=np.uint8)
@@ -85,7 +85,7 @@ def _ascii_words(
     out_offsets: np.ndarray,
 ) -> np.ndarray:
     """Steps 2-4 for all-ASCII documents: their letter and digit runs (mapped by
-    :func:`_ascii_table`) joined by single spaces. Returns the mask of documents with a
+    :func:`ascii_table`) joined by single spaces. Returns the mask of documents with a
     non-ASCII byte, left empty in ``out`` for the Arrow path (compiled by numba).
 
     Branch-free inside a document (a space is written, then kept only after a non-space):
@@ -155,7 +155,7 @@ def _words_fast(texts: pa.Array, options: NormalizeOptions) -> pa.Array:
     n = len(texts)
     out = np.empty(max(int(offsets[-1] - offsets[0]), 1) if n else 1, dtype=np.uint8)
     out_offsets = np.empty(n + 1, dtype=np.int64)
-    table = _ascii_table(options.casefold)
+    table = ascii_table(options.casefold)
     non_ascii = _ascii_words(data, offsets, valid, table, out, out_offsets)
     if non_ascii.any():
         others = _words_arrow(texts.filter(pa.array(non_ascii)), options)
