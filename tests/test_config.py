@@ -70,7 +70,7 @@ def test_explicit_bands_and_rows():
         (
             ["boilerplate.mode=repeats", "boilerplate.prefer=quality upwards"],
             {},
-            "prefer must read 'COL ",
+            "prefer takes .COLUMN .asc.desc.",
         ),
     ],
 )
