@@ -50,7 +50,7 @@ from neardup_spark.pipeline.execution import (
     maybe_broadcast,
 )
 from neardup_spark.pipeline.reporting import StageTimer
-from neardup_spark.pipeline.steps import document_table
+from neardup_spark.pipeline.steps import BULK_STORAGE, document_table
 from neardup_spark.runtime.spark_compat import local_checkpoint, to_arrow
 from neardup_spark.stages.candidates import banded_candidate_pairs
 from neardup_spark.stages.documents import normalized_texts
@@ -282,12 +282,13 @@ def verify_candidates(
 
 
 def fresh_texts(ctx: BatchContext, fresh: DataFrame) -> DataFrame:
-    """The new contents' normalised texts: ``doc_id`` (the fingerprint), ``text`` (persisted:
-    verification and the new segment read them)."""
+    """The new contents' normalised texts: ``doc_id`` (the fingerprint), ``text`` (persisted on
+    disk: verification and the new segment read them; kept in the heap, a 1M-document build
+    ran out of a 2 GB local driver's memory)."""
     reps = fresh.select(DOC_ID, EXACT_FP)
     docs = batch_documents(ctx.df, ctx.config).join(maybe_broadcast(reps, ctx.n_new), DOC_ID)
     texts = docs.select(F.col(EXACT_FP).alias(DOC_ID), TEXT).transform(normalized_texts(ctx.config))
-    return texts.persist(MEMORY)
+    return texts.persist(BULK_STORAGE)
 
 
 @dataclass
