@@ -4,6 +4,7 @@ Pure kernels live in :mod:`neardup_spark.kernels` (NumPy, no Spark); Spark stage
 :mod:`neardup_spark.stages`; :func:`neardup_spark.pipeline.dedupe.dedupe` chains them.
 """
 
-__version__ = "0.1.0"
+# The package version (pyproject.toml reads it); CHANGELOG.md says what each one changed.
+__version__ = "0.4.0"
 
 __all__ = ["__version__"]

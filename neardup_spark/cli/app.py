@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
+from neardup_spark import __version__
 from neardup_spark.cli import (
     bench,
     boilerplate,
@@ -55,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = CliParser(prog="neardup", description="Near-duplicate detection on Spark.")
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log each step, and Spark's own console"
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"neardup-spark {__version__}",
+        help="print the version (the package's, CHANGELOG.md) and exit",
     )
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=CliParser, metavar="COMMAND"
