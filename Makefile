@@ -19,7 +19,7 @@ COMPAT_SPARK_spark4 := pyspark>=4,<5
 COMPAT_PYTHON_spark35 ?= $(firstword $(shell python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
 COMPAT_PYTHON_spark4 ?= $(firstword $(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
-.PHONY: help setup demo test test-compat lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate clean
+.PHONY: help setup demo test test-compat wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -50,7 +50,7 @@ $(COMPAT_DIR)/%/.installed: pyproject.toml
 	$(COMPAT_DIR)/$*/bin/pip install --quiet '$(COMPAT_SPARK_$*)' . pytest pytest-timeout hypothesis
 	@touch $@
 
-test-compat: $(STAMP) $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.installed  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's (~8 min)
+test-compat: $(STAMP) $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.installed  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's, then wheel-check (~9 min)
 	NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/pinned $(BIN)/python -m pytest -q -p no:cacheprovider tests/compat
 	@for env in spark35 spark4; do \
 	  $(COMPAT_DIR)/$$env/bin/pip install --quiet --no-deps --force-reinstall . || exit 1; \
@@ -58,6 +58,25 @@ test-compat: $(STAMP) $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.ins
 	  NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/$$env NEARDUP_COMPAT_REFERENCE=$(COMPAT_DIR)/pinned/clusters.json \
 	    $(COMPAT_DIR)/$$env/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning $(COMPAT_SUITE) || exit 1; \
 	done
+	$(MAKE) --no-print-directory wheel-check
+
+# The wheel users install: built, checked by twine, then installed without its dependencies into
+# the Spark 4 compat venv (which holds the core dependencies only: no extras) and run from there.
+WHEEL_DIR := build/wheel
+WHEEL_RUN := build/wheel-run
+wheel-check: $(STAMP) $(COMPAT_DIR)/spark4/.installed  ## build the wheel, twine check it, run neardup --version, generate and dedupe from it without extras
+	rm -rf $(WHEEL_DIR) $(WHEEL_RUN)
+	$(BIN)/python -m build --wheel --outdir $(WHEEL_DIR) . >/dev/null
+	$(BIN)/twine check --strict $(WHEEL_DIR)/*.whl
+	$(COMPAT_DIR)/spark4/bin/pip install --quiet --no-deps --force-reinstall $(WHEEL_DIR)/*.whl
+	test "$$($(COMPAT_DIR)/spark4/bin/neardup --version)" = "neardup-spark $$($(BIN)/python -c 'import neardup_spark; print(neardup_spark.__version__)')"
+	$(COMPAT_DIR)/spark4/bin/neardup generate $(WHEEL_RUN)/data --docs 300 --seed 1
+	$(COMPAT_DIR)/spark4/bin/neardup dedupe $(WHEEL_RUN)/data/corpus $(WHEEL_RUN)/out
+	test -f $(WHEEL_RUN)/out/_SUCCESS
+
+docs: $(STAMP)  ## the documentation site: regenerate docs/reference/ from the code, then mkdocs build --strict into site/
+	$(BIN)/python -m neardup_spark.cli.docs_reference docs/reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 lock:  ## rewrite constraints.txt with the newest versions inside pyproject.toml's ranges
 	rm -rf build/lock && $(PYTHON) -m venv build/lock
@@ -99,5 +118,5 @@ format: $(STAMP)  ## apply ruff's formatting and safe fixes
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-clean:  ## remove the venv, demo data and outputs
-	rm -rf $(VENV) build data out .pytest_cache .mypy_cache .ruff_cache
+clean:  ## remove the venv, demo data, outputs and the built site
+	rm -rf $(VENV) build dist site data out .pytest_cache .mypy_cache .ruff_cache

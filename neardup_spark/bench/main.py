@@ -29,7 +29,7 @@ from neardup_spark.bench.ratios import derive
 from neardup_spark.bench.rows import run_row
 from neardup_spark.bench.scoring import score_rows
 from neardup_spark.bench.settings import BenchSettings
-from neardup_spark.bench.tables import format_markdown
+from neardup_spark.bench.tables import MAIN_PAGE, format_markdown, write_page
 from neardup_spark.bench.variants import compare_variants
 
 
@@ -105,6 +105,11 @@ class MainTable:
         self.markdown_path.write_text(text)
         self.echo(text)
         self.echo(f"[bench] wrote {self.results_path} and {self.markdown_path}")
+        if self.settings.docs_out:
+            page = Path(self.settings.docs_out) / MAIN_PAGE
+            body = format_markdown(self.results, heading=False)
+            write_page(page, "Main table", self.settings, self.results["machine"], body)
+            self.echo(f"[bench] wrote {page}")
         return any(r.get("status") in ("failed", "timeout") for r in self.results["rows"])
 
     def save(self) -> None:

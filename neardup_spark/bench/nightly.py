@@ -50,7 +50,7 @@ from neardup_spark.bench.corpora import ensure_cut_corpus, ensure_nightly_corpus
 from neardup_spark.bench.machine import machine_info, one_minute_load
 from neardup_spark.bench.processes import tree_cpu_seconds
 from neardup_spark.bench.settings import DEFAULT_NEW, BenchSettings
-from neardup_spark.bench.tables import nightly_markdown
+from neardup_spark.bench.tables import NIGHTLY_PAGE, nightly_markdown, write_page
 from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.nightly.docs import latest_rows
@@ -114,6 +114,10 @@ def run_nightly(settings: BenchSettings, echo: Callable[[str], None]) -> int:
     md_path.write_text(text)
     echo(text)
     echo(f"[bench] wrote {json_path} and {md_path}")
+    if settings.docs_out:
+        page = Path(settings.docs_out) / NIGHTLY_PAGE
+        write_page(page, "Nightly case", settings, results["machine"], text)
+        echo(f"[bench] wrote {page}")
     return status
 
 

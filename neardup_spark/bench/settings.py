@@ -4,7 +4,7 @@ defaults (the command line's options map one to one onto :class:`BenchSettings`)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 ROWS = (
     "floor",
@@ -73,3 +73,35 @@ class BenchSettings:
     nightly_series_index: int = DEFAULT_SERIES_INDEX
     no_nightly: bool = False
     nightly_only: bool = False
+    # Also write the tables as Markdown pages for the documentation site (bench-main.md,
+    # bench-nightly.md), headed by the date, the machine and the command (docs/performance/).
+    docs_out: str | None = None
+
+
+def bench_command(settings: BenchSettings) -> str:
+    """The ``neardup bench`` command line that gives ``settings``: its options that differ from
+    the defaults, each option named as its field.
+
+    >>> bench_command(BenchSettings(docs=(2000,), no_nightly=True))
+    'neardup bench --docs 2000 --no-nightly'
+    """
+    words = ["neardup", "bench"]
+    default = BenchSettings()
+    for f in fields(BenchSettings):
+        value = getattr(settings, f.name)
+        if _same(value, getattr(default, f.name)):
+            continue
+        option = "--" + f.name.replace("_", "-")
+        if isinstance(value, bool):
+            words.append(option)
+        elif isinstance(value, str | int | float):
+            words += [option, str(value)]
+        else:
+            words += [option, ",".join(str(v) for v in value)]
+    return " ".join(words)
+
+
+def _same(value: object, default: object) -> bool:
+    if isinstance(value, list | tuple) and isinstance(default, list | tuple):
+        return list(value) == list(default)
+    return value == default

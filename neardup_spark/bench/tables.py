@@ -5,9 +5,11 @@ settings lines, and the nightly case's table."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from neardup_spark.bench.ratios import TIME_REFERENCES
+from neardup_spark.bench.settings import BenchSettings, bench_command
 from neardup_spark.quality.tables import markdown_table
 
 GB = 1024**3
@@ -173,14 +175,13 @@ def machine_line(machine: dict[str, Any]) -> str:
     )
 
 
-def format_markdown(results: dict[str, Any]) -> str:
-    """The whole Markdown report: machine line, settings, the table, neardup stage times."""
+def format_markdown(results: dict[str, Any], heading: bool = True) -> str:
+    """The whole Markdown report: machine line, settings, the table, neardup stage times
+    (without the heading and machine line: the body of a :func:`docs_page`)."""
     s = results.get("settings", {})
+    head = ["## neardup bench", "", machine_line(results.get("machine", {})), ""]
     lines = [
-        "## neardup bench",
-        "",
-        machine_line(results.get("machine", {})),
-        "",
+        *(head if heading else []),
         f"Settings: master {s.get('master')}, threshold {s.get('threshold')}, corpus seed "
         f"{s.get('seed')}, sizes {', '.join(f'{n:,}' for n in s.get('docs', []))}; "
         f"total bench wall {_fmt(results.get('total_seconds'), 0)} s; JVM class archive "
@@ -309,3 +310,23 @@ def nightly_markdown(results: dict[str, Any]) -> str:
     if results.get("error"):
         text += f"\nfailed: {results['error']}\n"
     return text
+
+
+MAIN_PAGE = "bench-main.md"
+NIGHTLY_PAGE = "bench-nightly.md"
+
+
+def docs_page(title: str, machine: dict[str, Any], command: str, body: str) -> str:
+    """A page of the documentation site (``--docs-out``): ``title``, when and where it was
+    measured (date, CPU model, cores, RAM, versions), the command that regenerates it, then
+    ``body`` (the bench's own Markdown)."""
+    return f"### {title}\n\n{machine_line(machine)}.\n\nCommand: `{command}`\n\n{body.strip()}\n"
+
+
+def write_page(
+    path: Path, title: str, settings: BenchSettings, machine: dict[str, Any], body: str
+) -> None:
+    """A documentation page of the tables at ``path`` (``--docs-out``): :func:`docs_page` with
+    the command that gives ``settings``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(docs_page(title, machine, bench_command(settings), body))

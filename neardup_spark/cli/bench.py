@@ -117,6 +117,13 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
         "--markdown", help="Markdown table (default WORKDIR/results.md = out/bench/results.md)"
     )
     parser.add_argument(
+        "--docs-out",
+        metavar="DIR",
+        help="also write the tables as pages of the documentation site, headed by the date, "
+        "the machine and this command: DIR/bench-main.md, DIR/bench-nightly.md (e.g. "
+        "docs/performance/generated)",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         default=DEFAULT_TIMEOUT,

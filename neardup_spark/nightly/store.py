@@ -158,8 +158,8 @@ def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
             f"index {root} has format version {manifest.get('format_version')}; this "
             f"neardup reads version {FORMAT_VERSION} (version 1 stored shingle sets, version 2 "
             "stores texts, so it cannot be converted in place). Rebuild the index by replaying "
-            "the batches listed in its manifest into a new directory (README, 'Compacting and "
-            "rebuilding the index'); nothing was changed."
+            "the batches listed in its manifest into a new directory (docs/nightly.md, "
+            "'Compacting and rebuilding the index'); nothing was changed."
         )
     return manifest
 
@@ -230,7 +230,7 @@ class Index:
                 + "; ".join(differences)
                 + ". An index only serves runs with the settings it was built with: run with "
                 "the index's settings (see its manifest.json), or rebuild the index "
-                "(README, 'Compacting and rebuilding the index')."
+                "(docs/nightly.md, 'Compacting and rebuilding the index')."
             )
 
     def check_id_type(self, id_type: str) -> None:

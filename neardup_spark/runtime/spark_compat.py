@@ -9,7 +9,7 @@ of Spark 4 are replaced here on 3.5, with the same results:
   ``createDataFrame(pandas.DataFrame)`` sends to the JVM, without the detour through pandas;
 * ``DataFrame.localCheckpoint(storageLevel=...)`` (4.0): on 3.5 Spark's default level for local
   checkpoints (memory and disk) is used instead of the one asked for, so a checkpoint meant for
-  local disk only may take executor memory first (README, "Spark versions").
+  local disk only may take executor memory first (docs/clusters.md, "Spark and Python versions").
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def check_spark_version(spark: SparkSession) -> None:
     if found < MIN_SPARK:
         raise UserError(
             f"Spark {version} is not supported: neardup-spark needs Spark 3.5 or newer "
-            "(README, 'Spark versions')"
+            "(docs/clusters.md, 'Spark and Python versions')"
         )
     if found >= UNTESTED_SPARK:
         log.warning("Spark %s is newer than the versions tested (3.5 to 4.x)", version)

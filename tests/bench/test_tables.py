@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from neardup_spark.bench.ratios import derive
+from neardup_spark.bench.settings import BenchSettings
 from neardup_spark.bench.tables import (
+    docs_page,
     format_markdown,
     format_nightly,
     format_series,
     nightly_markdown,
+    write_page,
 )
 
 NIGHTLY_ROW = {
@@ -150,3 +153,20 @@ def test_nightly_markdown_with_and_without_an_error():
     assert ok.endswith(format_series(SERIES) + "\n")
     failed = nightly_markdown({"rows": [], "error": "RuntimeError: boom"})
     assert failed.endswith("\nfailed: RuntimeError: boom\n")
+
+
+def test_a_docs_page_says_when_where_and_how_it_was_measured(tmp_path):
+    machine = {"cpu_model": "Xeon X", "cores": 2, "ram_bytes": 24 * 2**30, "date": "2026-12-03"}
+    settings = BenchSettings(docs=[2000], rows=["floor"], no_nightly=True, docs_out=str(tmp_path))
+    write_page(tmp_path / "bench-main.md", "Main table", settings, machine, "| a |\n|---|\n")
+    page = (tmp_path / "bench-main.md").read_text()
+    lines = page.splitlines()
+    assert lines[0] == "### Main table"
+    assert (
+        lines[2].startswith("Machine: Xeon X, 2 cores, 24.0 GiB RAM;") and "2026-12-03" in lines[2]
+    )
+    assert lines[4] == (
+        f"Command: `neardup bench --docs 2000 --rows floor --no-nightly --docs-out {tmp_path}`"
+    )
+    assert page.endswith("| a |\n|---|\n")
+    assert docs_page("T", machine, "c", "body\n\n").endswith("Command: `c`\n\nbody\n")

@@ -16,6 +16,7 @@ from neardup_spark.bench.settings import (
     DEFAULT_MLLIB_MAX_DOCS,
     ROWS,
     BenchSettings,
+    bench_command,
 )
 from neardup_spark.cli import bench as bench_cli
 from neardup_spark.cli import main
@@ -65,7 +66,7 @@ def test_every_option_reaches_the_settings_and_the_status_is_the_exit_code(monke
     argv += ["--threshold", "0.7", "--master", "local[3]", "--results", "R", "--markdown", "M"]
     argv += ["--timeout", "60", "--mllib-max-docs", "5", "--datasketch-max-docs", "6"]
     argv += ["--nightly-sizes", "50", "--nightly-new", "7", "--nightly-repeats", "2"]
-    argv += ["--nightly-series", "3", "--nightly-series-index", "40"]
+    argv += ["--nightly-series", "3", "--nightly-series-index", "40", "--docs-out", "D"]
     assert main([*argv, "--no-nightly"]) == 1
     assert seen == [
         BenchSettings(
@@ -86,8 +87,13 @@ def test_every_option_reaches_the_settings_and_the_status_is_the_exit_code(monke
             nightly_series=3,
             nightly_series_index=40,
             no_nightly=True,
+            docs_out="D",
         )
     ]
+    # The command a --docs-out page names gives these settings again.
+    command = bench_command(seen[0]).split()
+    assert command[:2] == ["neardup", "bench"]
+    assert main(command[1:]) == 1 and seen[1] == seen[0]
 
 
 @pytest.mark.slow
