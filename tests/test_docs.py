@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -23,6 +24,8 @@ GETTING_STARTED = ROOT / "docs" / "getting-started.md"
 SKIP_MARK = "<!-- test: skip"
 # The page's corpus size, and the smaller one the test runs with.
 PAGE_DOCS, TEST_DOCS = "--docs 5000", "--docs 300"
+# Seconds a block may take (~30 s each on a quiet 2-core machine; a loaded one is far slower).
+BLOCK_DEADLINE = 900
 
 
 def bash_blocks(markdown: str) -> list[tuple[str, bool]]:
@@ -84,6 +87,27 @@ def test_version(capsys):
     assert f"## {neardup_spark.__version__} (" in changelog
 
 
+def run_block(script: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """``script`` under ``bash -euo pipefail`` in its own process group (ended whole, JVMs
+    included, if it outlives the deadline): exit code and stderr."""
+    proc = subprocess.Popen(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _, stderr = proc.communicate(timeout=BLOCK_DEADLINE)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, stderr = proc.communicate()
+        pytest.fail(f"{script} did not end within {BLOCK_DEADLINE} s\n{stderr[-3000:]}")
+    return proc.returncode, stderr
+
+
 @pytest.mark.slow
 def test_the_getting_started_commands_run_as_written(tmp_path):
     """Every ```bash block of docs/getting-started.md not marked to be skipped, in order, in one
@@ -97,15 +121,8 @@ def test_the_getting_started_commands_run_as_written(tmp_path):
     }
     started = time.perf_counter()
     for text in blocks:
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", text.replace(PAGE_DOCS, TEST_DOCS)],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, f"{text}\nexit {done.returncode}\n{done.stderr[-3000:]}"
+        code, stderr = run_block(text.replace(PAGE_DOCS, TEST_DOCS), tmp_path, env)
+        assert code == 0, f"{text}\nexit {code}\n{stderr[-3000:]}"
     assert (tmp_path / "out" / "demo" / "_SUCCESS").exists()
     assert (tmp_path / "out" / "strict" / "_SUCCESS").exists()
     print(f"getting-started commands: {time.perf_counter() - started:.1f} s")

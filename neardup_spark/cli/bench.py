@@ -110,19 +110,7 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--master", default=DEFAULT_MASTER, help=f"Spark master (default {DEFAULT_MASTER})"
     )
-    parser.add_argument(
-        "--results", help="results JSON (default WORKDIR/results.json = out/bench/results.json)"
-    )
-    parser.add_argument(
-        "--markdown", help="Markdown table (default WORKDIR/results.md = out/bench/results.md)"
-    )
-    parser.add_argument(
-        "--docs-out",
-        metavar="DIR",
-        help="also write the tables as pages of the documentation site, headed by the date, "
-        "the machine and this command: DIR/bench-main.md, DIR/bench-nightly.md (e.g. "
-        "docs/performance/generated)",
-    )
+    add_output_options(parser)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -156,6 +144,23 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
         "outputs), shuffle and spill bytes (event log) and sizing figures (make bench-scale)",
     )
     add_nightly_options(parser)
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """Where ``neardup bench`` writes its results and tables."""
+    parser.add_argument(
+        "--results", help="results JSON (default WORKDIR/results.json = out/bench/results.json)"
+    )
+    parser.add_argument(
+        "--markdown", help="Markdown table (default WORKDIR/results.md = out/bench/results.md)"
+    )
+    parser.add_argument(
+        "--docs-out",
+        metavar="DIR",
+        help="also write the tables as pages of the documentation site, headed by the date, "
+        "the machine and this command: DIR/bench-main.md, DIR/bench-nightly.md (e.g. "
+        "docs/performance/generated)",
+    )
 
 
 def run_bench(args: argparse.Namespace) -> int:
