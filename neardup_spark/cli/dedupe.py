@@ -10,6 +10,7 @@ from typing import Any
 
 from neardup_spark.cli.options import (
     METHOD_OPTIONS,
+    add_lock_timeout_option,
     add_method_options,
     add_settings_options,
     settings_from_args,
@@ -69,6 +70,7 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished run"
     )
+    add_lock_timeout_option(parser)
     parser.add_argument(
         "--skip-corrupt",
         action="store_true",
@@ -125,6 +127,7 @@ def job_settings(args: argparse.Namespace) -> JobSettings:
         "master",
         "skip_corrupt",
         "strip_boilerplate",
+        "lock_timeout",
     )
 
 
@@ -200,6 +203,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
                 overwrite=args.overwrite,
                 session=job.session,
                 resume=not args.no_resume,
+                lock_timeout=job.session.lock_timeout,
             )
     finally:
         spark.stop()
@@ -276,6 +280,7 @@ def run_nightly(args: argparse.Namespace, job: JobSettings, source: CorpusSource
                 overwrite=args.overwrite,
                 buckets=args.index_buckets,
                 session=job.session,
+                lock_timeout=job.session.lock_timeout,
             )
     finally:
         spark.stop()
