@@ -9,7 +9,7 @@ import logging
 import time
 from typing import Any
 
-from neardup_spark.cli.options import add_lock_timeout_option, add_settings_options
+from neardup_spark.cli.options import add_output_options, add_settings_options
 from neardup_spark.config import BOILERPLATE_MODES, JobSettings, load_settings
 from neardup_spark.errors import EXIT_OK
 from neardup_spark.kernels.boilerplate import UNITS
@@ -59,10 +59,7 @@ def add_boilerplate_options(parser: argparse.ArgumentParser) -> None:
         help="repeats: the first occurrence is the first document in this order (nulls last, "
         "then the smallest id; default: the smallest id)",
     )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished run"
-    )
-    add_lock_timeout_option(parser)
+    add_output_options(parser)
     parser.add_argument(
         "--skip-corrupt",
         action="store_true",

@@ -10,8 +10,8 @@ from typing import Any
 
 from neardup_spark.cli.options import (
     METHOD_OPTIONS,
-    add_lock_timeout_option,
     add_method_options,
+    add_output_options,
     add_settings_options,
     settings_from_args,
 )
@@ -67,10 +67,7 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         "id); clusters/ and deduplicated/ follow it. Not with --index",
     )
     parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished run"
-    )
-    add_lock_timeout_option(parser)
+    add_output_options(parser)
     parser.add_argument(
         "--skip-corrupt",
         action="store_true",

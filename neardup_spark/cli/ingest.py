@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from neardup_spark.cli.options import add_lock_timeout_option
+from neardup_spark.cli.options import add_output_options
 from neardup_spark.config import load_session_settings
 from neardup_spark.errors import EXIT_OK
 from neardup_spark.extras import require_extra
@@ -85,10 +85,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         help="e.g. --set spark.executor.memory=4g (repeatable)",
     )
     parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished ingest"
-    )
-    add_lock_timeout_option(parser)
+    add_output_options(parser, "ingest")
 
 
 def summary_lines(summary: dict[str, Any]) -> list[str]:

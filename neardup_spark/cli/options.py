@@ -41,6 +41,14 @@ def add_settings_options(parser: argparse.ArgumentParser, master: bool = True) -
         )
 
 
+def add_output_options(parser: argparse.ArgumentParser, kind: str = "run") -> None:
+    """``--overwrite`` and ``--lock-timeout SECONDS``."""
+    parser.add_argument(
+        "--overwrite", action="store_true", help=f"replace an OUTPUT that holds a finished {kind}"
+    )
+    add_lock_timeout_option(parser)
+
+
 def add_lock_timeout_option(parser: argparse.ArgumentParser) -> None:
     """``--lock-timeout SECONDS``: how long a run waits for another one holding its index or
     OUTPUT (setting ``lock_timeout``; docs/operations/locking.md)."""

@@ -62,7 +62,10 @@ def test_put_if_absent_has_one_winner_among_racing_processes_and_a_complete_file
         for name in names
     ]
     go.touch()
-    results = {name: p.communicate(timeout=DEADLINE)[0].strip() for name, p in zip(names, procs)}
+    results = {
+        name: p.communicate(timeout=DEADLINE)[0].strip()
+        for name, p in zip(names, procs, strict=True)
+    }
     winners = [name for name, won in results.items() if won == "True"]
     assert len(winners) == 1 and set(results.values()) == {"True", "False"}, results
     assert target.read_text() == (winners[0] + "\n") * 200_000
