@@ -187,3 +187,21 @@ def test_a_reused_pid_does_not_keep_a_lock_alive():
 def test_lease_entries():
     assert all(is_lease_entry(n) for n in ("_lock", "_lock.heartbeat.ab", "._lock.1.tmp"))
     assert not any(is_lease_entry(n) for n in ("_locks", "lock", "_SUCCESS"))
+
+
+def test_hadoop_storage_creates_exclusively_and_holds_a_lease(spark, tmp_path):
+    """The Hadoop FileSystem path (HDFS, object stores) on the local file system: rename
+    without overwrite refuses an existing target; a lease works on it as on local paths."""
+    from neardup_spark.io.filesystem import HadoopStorage
+
+    root = f"file://{tmp_path}/hadoop"
+    storage = HadoopStorage(spark, root)
+    assert storage.put_if_absent(f"{root}/entry", "first\n")
+    assert not storage.put_if_absent(f"{root}/entry", "second\n")
+    assert storage.read_text(f"{root}/entry") == "first\n"
+    assert [n for n in storage.list(root) if not n.endswith(".crc")] == ["entry"]
+    lease = acquire(storage, root, "night on hadoop", heartbeat_seconds=0.1)
+    with pytest.raises(LockTimeout, match="night on hadoop"):
+        acquire(storage, root, "second", 0)
+    lease.release()
+    assert [n for n in storage.list(root) if not n.endswith(".crc")] == ["entry"]
