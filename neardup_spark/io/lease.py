@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
 import sys
 import threading
@@ -82,6 +83,23 @@ def _process_start(pid: int) -> str:
     return fields[19] if fields and len(fields) > 19 else ""
 
 
+_SECRET_KEY = re.compile(r"secret|passw|token|credential|key", re.IGNORECASE)
+
+
+def command_line(argv: list[str]) -> str:
+    """The command line for the lock file and messages, secrets masked: a lock file sits on
+    shared storage, and ``--set spark.hadoop.fs.s3a.secret.key=...`` must not end up there.
+
+    >>> command_line(["/x/neardup", "dedupe", "in", "--set", "fs.s3a.secret.key=abc"])
+    'neardup dedupe in --set fs.s3a.secret.key=***'
+    """
+    words = [
+        f"{w.partition('=')[0]}=***" if "=" in w and _SECRET_KEY.search(w.partition("=")[0]) else w
+        for w in argv[1:]
+    ]
+    return " ".join([os.path.basename(argv[0]) if argv else "", *words])[:400]
+
+
 def _pid_namespace() -> str:
     try:
         return os.readlink("/proc/self/ns/pid")
@@ -107,7 +125,7 @@ class Holder:
         return cls(
             token=uuid.uuid4().hex,
             purpose=purpose,
-            command=" ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]])[:400],
+            command=command_line(sys.argv),
             host=socket.gethostname(),
             pid=os.getpid(),
             pid_namespace=_pid_namespace(),

@@ -4,6 +4,7 @@ dead and silent holders, a lease broken under its holder."""
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from neardup_spark.io import lease as lease_module
 from neardup_spark.io.filesystem import LocalStorage
 from neardup_spark.io.lease import (
     HEARTBEAT_PREFIX,
@@ -40,6 +42,7 @@ def wait_for(condition, what: str, seconds: float = DEADLINE) -> None:
 RACER = """
 import sys, time
 from pathlib import Path
+from neardup_spark.io import lease as lease_module
 from neardup_spark.io.filesystem import LocalStorage
 target, go, me = sys.argv[1:4]
 text = (me + "\\n") * 200_000  # 1.2 MB: a torn write would show
@@ -99,6 +102,7 @@ def test_a_second_run_waits_for_the_holder_then_takes_the_lock(tmp_path):
 HOLDER = """
 import sys, time
 from pathlib import Path
+from neardup_spark.io import lease as lease_module
 from neardup_spark.io.filesystem import LocalStorage
 from neardup_spark.io.lease import acquire
 directory, ready = sys.argv[1:3]
@@ -182,6 +186,12 @@ def test_a_reused_pid_does_not_keep_a_lock_alive():
     assert not me.is_gone()
     assert Holder(**{**me.__dict__, "pid_start": "1"}).is_gone()
     assert not foreign_holder("t").is_gone()  # another host: judged by heartbeat only
+
+
+def test_the_lock_file_names_the_command_without_its_secrets():
+    assert doctest.testmod(lease_module).failed == 0
+    line = lease_module.command_line(["neardup", "dedupe", "--set", "spark.x.password=pw", "a=b"])
+    assert line == "neardup dedupe --set spark.x.password=*** a=b"
 
 
 def test_lease_entries():
