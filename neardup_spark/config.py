@@ -266,9 +266,14 @@ class DedupeConfig:
         return cls(**values)
 
 
+# Seconds a run waits for another that holds its index or OUTPUT (an overlapping nightly run
+# waits for the one before it, then commits on top of it).
+DEFAULT_LOCK_TIMEOUT = 3600.0
+
+
 @dataclass(frozen=True)
 class SessionSettings:
-    """Where and how Spark runs; none of it changes what a run computes."""
+    """Where and how the job runs; none of it changes what a run computes."""
 
     # Spark master; None: spark-submit's, or local[*].
     master: str | None = None
@@ -276,12 +281,17 @@ class SessionSettings:
     spark: dict[str, str] = field(default_factory=dict)
     # Documents per Arrow batch in the Python stages (spark.sql.execution.arrow.maxRecordsPerBatch).
     arrow_batch_size: int = 2000
+    # Seconds to wait for another run holding the index or OUTPUT (its lock); 0: do not wait.
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
         if not isinstance(self.arrow_batch_size, int) or self.arrow_batch_size < 1:
             raise UserError(
                 f"arrow_batch_size must be a positive integer, got {self.arrow_batch_size!r}"
             )
+        timeout = self.lock_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+            raise UserError(f"lock_timeout must be a number of seconds >= 0, got {timeout!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -9,7 +9,7 @@ import logging
 import time
 from typing import Any
 
-from neardup_spark.cli.options import add_settings_options
+from neardup_spark.cli.options import add_output_options, add_settings_options
 from neardup_spark.config import BOILERPLATE_MODES, JobSettings, load_settings
 from neardup_spark.errors import EXIT_OK
 from neardup_spark.kernels.boilerplate import UNITS
@@ -59,9 +59,7 @@ def add_boilerplate_options(parser: argparse.ArgumentParser) -> None:
         help="repeats: the first occurrence is the first document in this order (nulls last, "
         "then the smallest id; default: the smallest id)",
     )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished run"
-    )
+    add_output_options(parser)
     parser.add_argument(
         "--skip-corrupt",
         action="store_true",
@@ -81,6 +79,7 @@ def register(sub: Any) -> None:
 def job_settings(args: argparse.Namespace) -> JobSettings:
     """``--config``, ``--set``, then this command's options, layered as for dedupe."""
     options = {name: getattr(args, name) for name in ("id_col", "text_col", "master")}
+    options["lock_timeout"] = args.lock_timeout
     options["skip_corrupt"] = args.skip_corrupt
     nested = {name: getattr(args, name) for name in BOILERPLATE_OPTIONS}
     if any(v is not None for v in nested.values()):
@@ -127,6 +126,7 @@ def run_boilerplate_command(args: argparse.Namespace) -> int:
             job.dedupe,
             overwrite=args.overwrite,
             session=job.session,
+            lock_timeout=job.session.lock_timeout,
         )
     finally:
         spark.stop()

@@ -11,6 +11,7 @@ from typing import Any
 from neardup_spark.cli.options import (
     METHOD_OPTIONS,
     add_method_options,
+    add_output_options,
     add_settings_options,
     settings_from_args,
 )
@@ -66,9 +67,7 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         "id); clusters/ and deduplicated/ follow it. Not with --index",
     )
     parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished run"
-    )
+    add_output_options(parser)
     parser.add_argument(
         "--skip-corrupt",
         action="store_true",
@@ -125,6 +124,7 @@ def job_settings(args: argparse.Namespace) -> JobSettings:
         "master",
         "skip_corrupt",
         "strip_boilerplate",
+        "lock_timeout",
     )
 
 
@@ -200,6 +200,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
                 overwrite=args.overwrite,
                 session=job.session,
                 resume=not args.no_resume,
+                lock_timeout=job.session.lock_timeout,
             )
     finally:
         spark.stop()
@@ -276,6 +277,7 @@ def run_nightly(args: argparse.Namespace, job: JobSettings, source: CorpusSource
                 overwrite=args.overwrite,
                 buckets=args.index_buckets,
                 session=job.session,
+                lock_timeout=job.session.lock_timeout,
             )
     finally:
         spark.stop()

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from neardup_spark.cli.options import CliParser, add_settings_options
+from neardup_spark.cli.options import CliParser, add_lock_timeout_option, add_settings_options
 from neardup_spark.config import load_session_settings
 from neardup_spark.errors import EXIT_OK, UserError
 from neardup_spark.io.filesystem import is_local
@@ -38,6 +38,7 @@ def register(sub: Any) -> None:
         metavar="N",
         help="most parts the compacted texts are cut into (default: the index's own)",
     )
+    add_lock_timeout_option(compact)
     add_settings_options(compact)
     compact.set_defaults(func=run_compact)
 
@@ -89,11 +90,14 @@ def run_info(args: argparse.Namespace) -> int:
 def run_compact(args: argparse.Namespace) -> int:
     if args.buckets is not None and args.buckets < 1:
         raise UserError(f"--buckets must be >= 1, got {args.buckets}")
-    spark = build_session(
-        load_session_settings(args.config, args.overrides, {"master": args.master})
+    session = load_session_settings(
+        args.config, args.overrides, {"master": args.master, "lock_timeout": args.lock_timeout}
     )
+    spark = build_session(session)
     try:
-        summary = compact_index(spark, args.directory, buckets=args.buckets)
+        summary = compact_index(
+            spark, args.directory, buckets=args.buckets, lock_timeout=session.lock_timeout
+        )
     finally:
         spark.stop()
     rows = summary["rows"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from neardup_spark.cli.options import add_output_options
 from neardup_spark.config import load_session_settings
 from neardup_spark.errors import EXIT_OK
 from neardup_spark.extras import require_extra
@@ -84,9 +85,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         help="e.g. --set spark.executor.memory=4g (repeatable)",
     )
     parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an OUTPUT that holds a finished ingest"
-    )
+    add_output_options(parser, "ingest")
 
 
 def summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -114,7 +113,9 @@ def run_ingest(args: argparse.Namespace) -> int:
     # Imported here: the WARC readers are the ingest extra, not the core every command has.
     from neardup_spark.ingest.job import ingest, list_inputs
 
-    session = load_session_settings(args.config, args.overrides, {"master": args.master})
+    session = load_session_settings(
+        args.config, args.overrides, {"master": args.master, "lock_timeout": args.lock_timeout}
+    )
     # Bad options and missing inputs fail before Spark starts.
     IngestOptions(
         extract=args.extract,
@@ -133,6 +134,7 @@ def run_ingest(args: argparse.Namespace) -> int:
             record_types=args.record_types,
             content_types=args.content_types,
             batch_rows=session.arrow_batch_size,
+            lock_timeout=session.lock_timeout,
         )
     finally:
         spark.stop()

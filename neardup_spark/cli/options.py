@@ -41,6 +41,26 @@ def add_settings_options(parser: argparse.ArgumentParser, master: bool = True) -
         )
 
 
+def add_output_options(parser: argparse.ArgumentParser, kind: str = "run") -> None:
+    """``--overwrite`` and ``--lock-timeout SECONDS``."""
+    parser.add_argument(
+        "--overwrite", action="store_true", help=f"replace an OUTPUT that holds a finished {kind}"
+    )
+    add_lock_timeout_option(parser)
+
+
+def add_lock_timeout_option(parser: argparse.ArgumentParser) -> None:
+    """``--lock-timeout SECONDS``: how long a run waits for another one holding its index or
+    OUTPUT (setting ``lock_timeout``; docs/operations/locking.md)."""
+    parser.add_argument(
+        "--lock-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="wait this long for another run holding the same index or OUTPUT, then exit 2 "
+        "naming it (default 3600; 0: do not wait)",
+    )
+
+
 def add_method_options(parser: argparse.ArgumentParser) -> None:
     """The dedupe settings that have an option of their own (dedupe, explain)."""
     parser.add_argument("--method", choices=METHODS, help="dedupe method (default minhash)")

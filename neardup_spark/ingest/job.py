@@ -57,6 +57,7 @@ from neardup_spark.ingest.schema import (
 )
 from neardup_spark.ingest.warc import WarcFile, list_warc_files, read_files
 from neardup_spark.io.corpus import check_paths_apart
+from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import OutputDir, OutputLayout
 
 log = logging.getLogger(__name__)
@@ -284,12 +285,14 @@ def ingest(
     content_types: Sequence[str] = HTML_TYPES,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     batch_rows: int = DEFAULT_BATCH_ROWS,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> dict[str, Any]:
-    """Read WARC/WET ``paths`` with Spark and write ``output`` (see the module docstring).
+    """Read WARC/WET ``paths`` with Spark and write ``output`` (see the module docstring),
+    holding OUTPUT's lease (another run holding it is waited for up to ``lock_timeout`` s).
 
     Returns the summary (also written to ``OUTPUT/_summary.json``). Raises :class:`UserError`
-    for bad options, missing inputs, an OUTPUT that is a file or holds foreign entries, or an
-    existing finished OUTPUT without ``overwrite``.
+    for bad options, missing inputs, an OUTPUT that is a file or holds foreign entries, an
+    existing finished OUTPUT without ``overwrite``, or a lock held longer than the timeout.
     """
     started = time.perf_counter()
     options = IngestOptions(
@@ -302,21 +305,23 @@ def ingest(
     options.validate()
     files = list_inputs(paths, output)
     out = OutputDir(spark, output, INGEST_LAYOUT)
-    out.prepare(overwrite)
-    staged = out.staging(_run_id())
-    log.info("ingesting %d files (%d bytes)", len(files), sum(f.size for f in files))
-    records = read_records(spark, files, options)
-    try:
-        marked, duplicate_ids, _ = mark_duplicate_ids(records)  # the first job: parses the files
-        tally = tally_records(marked)
-        tally.duplicate_ids = duplicate_ids
-        if tally.skipped[FILE_ERROR]:
-            tally.file_errors = file_errors(records)
-        write_tables(marked, staged)
-    finally:
-        records.unpersist()
-    wall = time.perf_counter() - started
-    summary = build_summary(spark, paths, files, options, tally, out, wall)
-    staged.write_json(SUMMARY_FILE, summary)
-    out.commit(staged, manifest=None)
-    return summary
+    with out.locked(lock_timeout):
+        out.prepare(overwrite)
+        staged = out.staging(_run_id())
+        log.info("ingesting %d files (%d bytes)", len(files), sum(f.size for f in files))
+        records = read_records(spark, files, options)
+        try:
+            # The first job: it parses the files.
+            marked, duplicate_ids, _ = mark_duplicate_ids(records)
+            tally = tally_records(marked)
+            tally.duplicate_ids = duplicate_ids
+            if tally.skipped[FILE_ERROR]:
+                tally.file_errors = file_errors(records)
+            write_tables(marked, staged)
+        finally:
+            records.unpersist()
+        wall = time.perf_counter() - started
+        summary = build_summary(spark, paths, files, options, tally, out, wall)
+        staged.write_json(SUMMARY_FILE, summary)
+        out.commit(staged, manifest=None)
+        return summary

@@ -100,6 +100,12 @@ class Storage(Protocol):
 
     def delete(self, path: str) -> None: ...
 
+    def put_if_absent(self, path: str, text: str) -> bool:
+        """Create ``path`` holding ``text`` unless it exists, atomically: True when this call
+        created it. A reader sees either no file or the whole text (the commit point of the
+        index and the leases, :mod:`neardup_spark.io.lease`)."""
+        ...
+
 
 class LocalStorage:
     """Local paths (``/x``, ``x``, ``file:/x``) through the OS."""
@@ -144,6 +150,25 @@ class LocalStorage:
 
     def rename(self, src: str, dst: str) -> None:
         os.rename(self.local_path(src), self.local_path(dst))
+
+    def put_if_absent(self, path: str, text: str) -> bool:
+        """The text written and synced under a temporary name, then hard-linked to ``path``:
+        ``link(2)`` fails when ``path`` exists, and never shows a half-written file."""
+        p = self.local_path(path)
+        tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex[:8]}.tmp")
+        self.write_text(str(tmp), text)
+        try:
+            os.link(tmp, p)
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink()
+        dir_fd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        return True
 
     def delete(self, path: str) -> None:
         p = self.local_path(path)
@@ -216,6 +241,26 @@ class HadoopStorage:
 
     def delete(self, path: str) -> None:
         self._fs.delete(self._path(path), True)
+
+    def put_if_absent(self, path: str, text: str) -> bool:
+        """The text written under a temporary name, then renamed to ``path`` without
+        overwriting (``FileContext.rename``): atomic on HDFS, and a reader never sees a partial
+        file; on object stores (S3A) a rename is a check then a copy, not safe against a second
+        writer (docs/operations/locking.md)."""
+        tmp = sibling(path, f".{basename(path)}.{uuid.uuid4().hex[:8]}.tmp")
+        self.write_text(tmp, text)
+        fs_pkg = self._jvm.org.apache.hadoop.fs
+        context = fs_pkg.FileContext.getFileContext(self._path(path).toUri(), self._conf)
+        options = self._gateway.new_array(fs_pkg.Options.Rename, 1)
+        options[0] = fs_pkg.Options.Rename.NONE
+        try:
+            context.rename(self._path(tmp), self._path(path), options)
+        except Exception as exc:  # py4j wraps Java's FileAlreadyExistsException
+            self.delete(tmp)
+            if "FileAlreadyExists" in str(exc) or self.exists(path):
+                return False
+            raise
+        return True
 
 
 def storage_for(spark: SparkSession, path: str) -> Storage:

@@ -4,20 +4,27 @@ A run writes everything under ``OUTPUT/_staging/RUN_ID/`` and :meth:`OutputDir.c
 into place: ``_SUCCESS`` is removed first and written last, so a reader (or a rerun) never takes
 a half-replaced OUTPUT for a finished one, and a run killed at any point leaves the previous
 outputs intact. Paths go through Hadoop's FileSystem API (local, HDFS, object stores).
+
+One run writes an OUTPUT at a time: :meth:`OutputDir.locked` holds the lease ``OUTPUT/_lock``
+(:mod:`neardup_spark.io.lease`) from before :meth:`OutputDir.prepare` until after the commit; a
+second run waits for it, then finds what the first one left (a finished run: exit 2 unless it
+may overwrite it).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from neardup_spark.errors import UserError
-from neardup_spark.io.filesystem import hadoop_filesystem, hadoop_path
+from neardup_spark.io.filesystem import hadoop_filesystem, hadoop_path, storage_for
+from neardup_spark.io.lease import LOCK_FILE, Lease, hold_lease, is_lease_entry
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +71,7 @@ class OutputLayout:
                 SUCCESS_MARKER,
                 CHECKPOINT_DIR,
                 STAGING_DIR,
+                LOCK_FILE,
                 self.manifest,
             }
         )
@@ -86,6 +94,7 @@ class OutputDir:
         self.layout = layout
         self._spark = spark
         self._fs, self._root = hadoop_filesystem(spark, path)
+        self.lease: Lease | None = None  # held by :meth:`locked`, checked by :meth:`commit`
 
     def child(self, name: str) -> str:
         return self.path.rstrip("/") + "/" + name
@@ -104,6 +113,24 @@ class OutputDir:
             return []
         return [status.getPath().getName() for status in self._fs.listStatus(self._root)]
 
+    @contextmanager
+    def locked(self, timeout: float) -> Iterator[Lease]:
+        """OUTPUT's lease for the ``with`` block, waiting up to ``timeout`` seconds for another
+        run that holds it (:class:`~neardup_spark.io.lease.LockTimeout`, exit 2, after that)."""
+        self._refuse_a_file()
+        storage = storage_for(self._spark, self.path)
+        purpose = f"{self.layout.kind} into {self.path}"
+        with hold_lease(storage, self.path, purpose, timeout) as held:
+            self.lease = held
+            try:
+                yield held
+            finally:
+                self.lease = None
+
+    def _refuse_a_file(self) -> None:
+        if self.exists() and not self._fs.getFileStatus(self._root).isDirectory():
+            raise UserError(f"output {self.path} exists and is a file")
+
     def prepare(self, overwrite: bool, clear_staging: bool = True) -> None:
         """Check OUTPUT may be written: refuse a finished run unless ``overwrite``, refuse a
         directory holding files a run of ours would not write, and clear a stale staging area
@@ -112,12 +139,11 @@ class OutputDir:
         Nothing of a previous run is deleted here: new outputs are staged and replace the old
         ones only at :meth:`commit`, so a run killed at any point leaves them as they were.
         """
-        if self.exists() and not self._fs.getFileStatus(self._root).isDirectory():
-            raise UserError(f"output {self.path} exists and is a file")
+        self._refuse_a_file()
         foreign = sorted(
             e
             for e in set(self.entries()) - self.layout.known_entries
-            if not self.layout.is_data_file(e)
+            if not self.layout.is_data_file(e) and not is_lease_entry(e)
         )
         if foreign:
             raise UserError(
@@ -149,7 +175,10 @@ class OutputDir:
         on_cleared: Callable[[], None] | None = None,
     ) -> None:
         """Replace OUTPUT's contents by the staged run: ``_SUCCESS`` goes first and comes back
-        last, so a reader (or a rerun) never takes a half-replaced OUTPUT for a finished one."""
+        last, so a reader (or a rerun) never takes a half-replaced OUTPUT for a finished one.
+        Under :meth:`locked`, a lease broken meanwhile stops it before anything changes."""
+        if self.lease is not None:
+            self.lease.check()
         if self.exists(SUCCESS_MARKER):
             self.delete(SUCCESS_MARKER)
         for name in (*self.layout.committed, self.layout.manifest, *self.layout.extra):

@@ -11,7 +11,8 @@ from pyspark.sql import functions as F
 from neardup_spark.columns import ESTIMATE, EXACT_FP, HAS_TEXT, JACCARD
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
-from neardup_spark.io.filesystem import join
+from neardup_spark.io.filesystem import join, storage_for
+from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.nightly.contents import parts_for, read_contents, write_contents
 from neardup_spark.nightly.docs import latest_rows
 from neardup_spark.nightly.store import (
@@ -24,6 +25,7 @@ from neardup_spark.nightly.store import (
     Index,
     new_manifest,
     new_nonce,
+    read_manifest,
 )
 from neardup_spark.pipeline.execution import maybe_broadcast
 
@@ -79,13 +81,28 @@ def compact_index(
     index_dir: str,
     buckets: int | None = None,
     keep_versions: int = KEEP_VERSIONS,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> dict[str, Any]:
     """Rewrite the committed version's segments into one: every document's current row, the
     live contents (dead ones, which no document holds any more, and their edges go) in
     ``buckets`` parts at most (default: the index's; re-buckets it). Commits a new version
     (documents, clusters and batches unchanged) and deletes what no kept version needs.
-    Returns a summary."""
-    index = Index.open(spark, index_dir)
+    Holds the index's lease throughout, waiting up to ``lock_timeout`` seconds for a nightly
+    run that holds it. Returns a summary."""
+    if buckets is not None and buckets < 1:
+        raise UserError(f"buckets must be >= 1, got {buckets}")
+    storage = storage_for(spark, index_dir)
+    if read_manifest(storage, index_dir) is None:  # before the lease creates the directory
+        raise UserError(f"no index at {index_dir} (no {CURRENT_FILE} file)")
+    with hold_lease(storage, index_dir, "compaction", lock_timeout) as lease:
+        index = Index.open(spark, index_dir)
+        index.lease = lease
+        return compact_locked(index, buckets, keep_versions)
+
+
+def compact_locked(index: Index, buckets: int | None, keep_versions: int) -> dict[str, Any]:
+    """:func:`compact_index` holding the index's lease."""
+    index_dir = index.root
     if index.manifest is None:
         raise UserError(f"no index at {index_dir} (no {CURRENT_FILE} file)")
     index.collect_garbage(keep_versions)
@@ -116,7 +133,7 @@ def compact_index(
     # Keep the settings exactly as recorded (the probe was checked when they were written).
     for key in ("settings", "config", "config_fingerprint"):
         new[key] = manifest[key]
-    index.commit(new)
+    index.commit(new, run="compaction")
     deleted = index.collect_garbage(keep_versions)
     return {
         "index": index_dir,

@@ -51,8 +51,11 @@ Spark path, when they are more than ``components_single_task_max_edges`` (2,000,
 default), the same rule runs as distributed Spark jobs
 (:func:`neardup_spark.nightly.stable_ids_spark.cluster_with_spark`).
 
-One writer at a time: two runs must not update one index concurrently (schedule nightly runs
-without overlap, e.g. Airflow ``max_active_runs=1``); readers are never disturbed.
+One writer at a time: a run holds the index's lease (``DIR/_lock``) from before it reads the
+committed version until after it commits, and OUTPUT's lease from before it checks OUTPUT until
+after it publishes. An overlapping run waits up to ``lock_timeout`` seconds, then reads the
+version the first one committed and adds its batch on top (docs/operations/locking.md); readers
+are never disturbed.
 
 Limits: MinHash only (``--method simhash``/``exact`` with ``--index`` is a :class:`UserError`);
 representatives by ``smallest_id`` only; exact copies are grouped by their 64-bit fingerprint
@@ -86,7 +89,8 @@ from neardup_spark.io.corpus import (
     input_files,
     read_corpus,
 )
-from neardup_spark.io.filesystem import join
+from neardup_spark.io.filesystem import join, storage_for
+from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.nightly.driver_run import index_on_driver
 from neardup_spark.nightly.publish import publish_batch
@@ -179,6 +183,7 @@ def run_incremental(
     buckets: int | None = None,
     keep_versions: int = KEEP_VERSIONS,
     session: SessionSettings | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> dict[str, Any]:
     """Dedupe the batch at ``new_input`` against the index at ``index_dir`` (created when
     absent), add it to the index and write the batch's outputs under ``output``.
@@ -188,8 +193,11 @@ def run_incremental(
     the batch report (``report.json``), with ``already_committed`` true when the batch was in
     the index before this call.
 
+    Another run holding the index or OUTPUT is waited for up to ``lock_timeout`` seconds.
+
     Raises :class:`UserError` (exit 2) for unsupported settings, an index built with other
-    settings, a finished OUTPUT without ``overwrite``, and the input errors of ``dedupe``.
+    settings, a finished OUTPUT without ``overwrite``, the input errors of ``dedupe``, a lock
+    held longer than ``lock_timeout`` and a version committed by another run meanwhile.
     """
     started, timer = time.perf_counter(), StageTimer()
     check_incremental_config(config)
@@ -197,7 +205,35 @@ def run_incremental(
     if source.path is None:
         raise UserError("a nightly run reads an input path (its files identify the batch)")
     check_paths_apart({"input": source.path, "output": output, "index": index_dir})
-    index = open_index(spark, index_dir, config, buckets)
+    if buckets is not None and buckets < 1:
+        raise UserError(f"--index-buckets must be >= 1, got {buckets}")
+    storage = storage_for(spark, index_dir)
+    with hold_lease(storage, index_dir, "nightly run", lock_timeout) as lease:
+        index = open_index(spark, index_dir, config, buckets)
+        index.lease = lease
+        return index_and_publish(
+            spark, source, output, index, config, overwrite,
+            buckets, keep_versions, session, lock_timeout, timer, started,
+        )  # fmt: skip
+
+
+def index_and_publish(
+    spark: SparkSession,
+    source: CorpusSource,
+    output: str,
+    index: Index,
+    config: DedupeConfig,
+    overwrite: bool,
+    buckets: int | None,
+    keep_versions: int,
+    session: SessionSettings | None,
+    lock_timeout: float,
+    timer: StageTimer,
+    started: float,
+) -> dict[str, Any]:
+    """:func:`run_incremental` holding the index's lease: the batch indexed (unless it was
+    before) and published into ``output`` under OUTPUT's lease."""
+    assert source.path is not None  # checked by run_incremental
     out = OutputDir(spark, output)
     with timer.stage("read"):
         df, skipped = read_corpus(spark, source, config.skip_corrupt)
@@ -207,26 +243,27 @@ def run_incremental(
     id_type = "string" if isinstance(df.schema[config.id_col].dataType, T.StringType) else "bigint"
     index.check_id_type(id_type)
     batch = index.batch(run_id)
-    finished = out.finished_manifest()
-    if batch is not None and finished is not None and finished.get("run_id") == run_id:
-        log.info("batch %s is committed and published at %s: nothing to do", run_id, output)
-        return {**out.read_json(REPORT_FILE), "already_committed": True}
-    out.prepare(overwrite)
-    index.collect_garbage(keep_versions)
-    already = batch is not None
-    if batch is None:
-        context = BatchContext(
-            spark, df, index, config, run_id, inputs, id_type,
-            index.buckets if index.exists else (buckets or DEFAULT_BUCKETS),
-            timer, started, skipped, session,
-        )  # fmt: skip
-        batch = index_batch(context)
+    with out.locked(lock_timeout):
+        finished = out.finished_manifest()
+        if batch is not None and finished is not None and finished.get("run_id") == run_id:
+            log.info("batch %s is committed and published at %s: nothing to do", run_id, output)
+            return {**out.read_json(REPORT_FILE), "already_committed": True}
+        out.prepare(overwrite)
         index.collect_garbage(keep_versions)
-        log.info("batch %s committed as index version %s", run_id, index.name)
-    else:
-        log.info("batch %s was committed before (batch %d): publishing it", run_id, batch["seq"])
-    with timer.stage("publish"):
-        report = publish_batch(spark, df, index, batch, config, out)
+        already = batch is not None
+        if batch is None:
+            context = BatchContext(
+                spark, df, index, config, run_id, inputs, id_type,
+                index.buckets if index.exists else (buckets or DEFAULT_BUCKETS),
+                timer, started, skipped, session,
+            )  # fmt: skip
+            batch = index_batch(context)
+            index.collect_garbage(keep_versions)
+            log.info("batch %s committed as index version %s", run_id, index.name)
+        else:
+            log.info("batch %s was committed before (batch %d): publishing", run_id, batch["seq"])
+        with timer.stage("publish"):
+            report = publish_batch(spark, df, index, batch, config, out)
     report["already_committed"] = already
     return report
 
@@ -343,5 +380,5 @@ def commit_batch(
         ctx.nonce,
     )
     with ctx.timer.stage("commit"):
-        ctx.index.commit(manifest)
+        ctx.index.commit(manifest, run=ctx.run_id)
     return entry

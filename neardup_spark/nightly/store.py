@@ -2,7 +2,11 @@
 
 Layout (format version 2; ``S`` a segment, written once and never changed)::
 
+    DIR/_commits/v000012                 the commit log: which version is number 12 (and the run
+                                         that committed it), created once, never replaced
     DIR/CURRENT                          the committed version's name, e.g. "v000012-3fa9c2d1"
+                                         (a hint: the log entries after it win)
+    DIR/_lock                            who is writing (io/lease.py), with its heartbeat file
     DIR/v000012-3fa9c2d1/manifest.json   settings, id type, segments (and their parts),
                                          committed batches, counts
     DIR/segments/S/part-*.keys.arrow     the contents new in S: fingerprints and band keys
@@ -23,12 +27,19 @@ table; a document's current row is its row of the latest segment (``written``). 
 document refers to any more (all its pages were re-crawled with other text) is *dead*: its files
 stay until compaction and its edges no longer connect anything.
 
-Commit protocol (one writer at a time): a run writes its segment and batch results under fresh
-names nothing refers to yet, then the new version's ``manifest.json``, then replaces ``CURRENT``
-atomically (``os.replace`` locally, ``FileContext.rename(OVERWRITE)`` on Hadoop file systems). A
-run killed at any point leaves the previous version current and intact; its debris is deleted by
-the next run (:meth:`Index.collect_garbage`). The last :data:`KEEP_VERSIONS` versions are kept,
-so a reader holding an older ``CURRENT`` keeps working for a while.
+Commit protocol: a writer holds the index's lease (``_lock``, :mod:`neardup_spark.io.lease`)
+from before it reads the committed version until after its commit, so runs take turns. It writes
+its segment and batch results under fresh names nothing refers to yet, then the new version's
+``manifest.json``, then *commits* by creating the log entry ``_commits/vNNNNNN`` with
+:meth:`Storage.put_if_absent`: of two writers of one version number (a lease broken by mistake,
+a file system without atomic create) exactly one succeeds, and the other raises
+:class:`IndexCommitConflict` having changed nothing. Then ``CURRENT`` is replaced atomically
+(``os.replace`` locally, ``FileContext.rename(OVERWRITE)`` on Hadoop file systems); readers
+roll forward from it along the log, so a run killed between the two is committed. A run killed
+at any point before the log entry leaves the previous version current and intact; its debris is
+deleted by the next run (:meth:`Index.collect_garbage`, under the lease). The last
+:data:`KEEP_VERSIONS` versions are kept, so a reader holding an older ``CURRENT`` keeps working
+for a while. An index written before the log existed has no ``_commits/`` and reads as before.
 """
 
 from __future__ import annotations
@@ -58,6 +69,7 @@ from neardup_spark.columns import (
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import LocalStorage, Storage, basename, is_local, join, storage_for
+from neardup_spark.io.lease import Lease, is_lease_entry
 from neardup_spark.io.output import MANIFEST_FILE
 from neardup_spark.kernels.shingles import SHINGLE_HASH_VERSION
 from neardup_spark.nightly.settings import index_settings, settings_differences
@@ -68,6 +80,7 @@ log = logging.getLogger(__name__)
 FORMAT = "neardup-index"
 FORMAT_VERSION = 2
 CURRENT_FILE = "CURRENT"
+COMMITS_DIR = "_commits"
 DEFAULT_BUCKETS = 32
 KEEP_VERSIONS = 3
 
@@ -78,6 +91,12 @@ BATCH = "batch"  # docs: sequence number of the batch that indexed this version 
 WRITTEN = "written"  # docs: sequence number of the segment that wrote the row (latest wins)
 
 _VERSION_NAME = re.compile(r"^v(\d{6,})-([0-9a-f]+)$")
+_COMMIT_ENTRY = re.compile(r"^v(\d{6,})$")
+
+
+class IndexCommitConflict(UserError):
+    """Another run committed the version this run was about to commit (exit 2: a rerun adds the
+    batch on top of it)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,14 +147,39 @@ def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def commit_entry_path(root: str, version: int) -> str:
+    """The commit log's entry for version number ``version``."""
+    return join(root, COMMITS_DIR, f"v{version:06d}")
+
+
+def version_number(name: str) -> int | None:
+    """``12`` for ``"v000012-3fa9c2d1"``; None for a name that is not a version's."""
+    match = _VERSION_NAME.match(name)
+    return int(match.group(1)) if match else None
+
+
+def committed_name(storage: Storage, root: str) -> str | None:
+    """The committed version's name: ``CURRENT``'s, rolled forward along the commit log (a run
+    killed after its log entry, before replacing ``CURRENT``, has committed); None: none yet."""
+    pointer = storage.read_text(join(root, CURRENT_FILE))
+    name = pointer.strip() if pointer is not None else None
+    number = version_number(name) if name is not None else 0
+    while number is not None:
+        entry = storage.read_text(commit_entry_path(root, number + 1))
+        if entry is None:
+            break
+        name, number = json.loads(entry)["name"], number + 1
+    return name
+
+
 def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
     """The committed version's manifest of the index at ``root`` (None: no index there yet).
 
     Raises :class:`UserError` for a directory that is not an index, a damaged one, or an index
     written by an incompatible version of neardup.
     """
-    pointer = storage.read_text(join(root, CURRENT_FILE))
-    if pointer is None:
+    name = committed_name(storage, root)
+    if name is None:
         foreign = [e for e in storage.list(root) if not _is_index_entry(e) and e != CURRENT_FILE]
         if foreign:
             raise UserError(
@@ -143,7 +187,6 @@ def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
                 f"{', '.join(foreign[:5])}); choose an empty or new directory"
             )
         return None
-    name = pointer.strip()
     text = storage.read_text(join(root, name, MANIFEST_FILE))
     if text is None:
         raise UserError(
@@ -172,6 +215,8 @@ class Index:
     root: str
     storage: Storage
     manifest: dict[str, Any] | None
+    # The writer's lease on the index, checked right before a commit (None: not held).
+    lease: Lease | None = None
 
     # ---- opening
 
@@ -183,7 +228,14 @@ class Index:
         an incompatible version of neardup.
         """
         storage = storage_for(spark, root)
-        return cls(spark, root, storage, read_manifest(storage, root))
+        manifest = read_manifest(storage, root)
+        pointer = storage.read_text(join(root, CURRENT_FILE))
+        if manifest is not None and (pointer or "").strip() != manifest["name"]:
+            try:  # a hint only: the log entry is the commit
+                storage.replace_text(join(root, CURRENT_FILE), manifest["name"] + "\n")
+            except Exception as exc:  # a read-only reader, a run replacing it meanwhile
+                log.info("index %s: CURRENT not brought forward (%s)", root, exc)
+        return cls(spark, root, storage, manifest)
 
     # ---- manifest accessors
 
@@ -282,14 +334,34 @@ class Index:
     def segment_path(self, segment: str, *parts: str) -> str:
         return join(self.root, SEGMENTS, segment, *parts)
 
-    def commit(self, manifest: dict[str, Any]) -> None:
-        """Write ``manifest`` into its version directory (whose ``docs/`` is written), then make
-        it current by replacing ``CURRENT`` atomically."""
-        name = manifest["name"]
+    def commit(self, manifest: dict[str, Any], run: str) -> None:
+        """Write ``manifest`` into its version directory, commit it by creating its log entry
+        (``run`` names the run there), then replace ``CURRENT``.
+
+        Raises :class:`IndexCommitConflict` when another run committed this version number
+        first: nothing of this run is then part of the index.
+        """
+        if self.lease is not None:
+            self.lease.check()
+        name, number = manifest["name"], int(manifest["version"])
         self.storage.write_text(
             join(self.root, name, MANIFEST_FILE), json.dumps(manifest, indent=2) + "\n"
         )
-        self.storage.replace_text(join(self.root, CURRENT_FILE), name + "\n")
+        entry = {"name": name, "run": run, "committed_at": now_iso()}
+        if not self.storage.put_if_absent(
+            commit_entry_path(self.root, number), json.dumps(entry) + "\n"
+        ):
+            other = json.loads(self.storage.read_text(commit_entry_path(self.root, number)) or "{}")
+            raise IndexCommitConflict(
+                f"index {self.root}: another run ({other.get('run')}) committed version "
+                f"{number} ({other.get('name')}) while this run was computing it from version "
+                f"{number - 1}; nothing of this run was committed. Rerun it: it adds its "
+                "documents on top of that version"
+            )
+        try:
+            self.storage.replace_text(join(self.root, CURRENT_FILE), name + "\n")
+        except Exception as exc:  # committed all the same: readers follow the log
+            log.warning("index %s: committed %s but CURRENT not replaced: %s", self.root, name, exc)
         self.manifest = manifest
         log.info("index %s: committed version %s", self.root, name)
 
@@ -297,12 +369,17 @@ class Index:
         """Delete what no kept version refers to: debris of killed runs, versions older than the
         last ``keep``, segments and batch results only they used. Returns the deleted paths.
 
-        Assumes no other run writes to the index meanwhile (one writer at a time).
+        Call it holding the index's lease: it would delete a concurrent writer's fresh
+        segment. Log entries go with the versions older than every kept one (and than the
+        version ``CURRENT`` names, from which readers roll forward).
         """
         kept_manifests = self._kept_manifests(keep)
         kept_versions = {m["name"] for m in kept_manifests}
         kept_segments = {s["name"] for m in kept_manifests for s in m["segments"]}
         kept_batches = {basename(b["results"]) for m in kept_manifests for b in m["batches"]}
+        pointer_text = self.storage.read_text(join(self.root, CURRENT_FILE)) or ""
+        pointer = version_number(pointer_text.strip())
+        log_floor = min([int(m["version"]) for m in kept_manifests] + [pointer or 0])
         deleted: list[str] = []
 
         def drop(path: str) -> None:
@@ -323,6 +400,13 @@ class Index:
                 for batch_dir in self.storage.list(path):
                     if batch_dir not in kept_batches:
                         drop(join(path, batch_dir))
+            elif entry == COMMITS_DIR:
+                for log_entry in self.storage.list(path):
+                    match = _COMMIT_ENTRY.match(log_entry)
+                    if (match and int(match.group(1)) < log_floor) or (
+                        log_entry.startswith(".") and log_entry.endswith(".tmp")
+                    ):
+                        drop(join(path, log_entry))
         if deleted:
             log.info("index %s: removed %d unreferenced entries", self.root, len(deleted))
         return deleted
@@ -345,7 +429,8 @@ class Index:
 def _is_index_entry(name: str) -> bool:
     return (
         bool(_VERSION_NAME.match(name))
-        or name in (SEGMENTS, BATCHES)
+        or name in (SEGMENTS, BATCHES, COMMITS_DIR)
+        or is_lease_entry(name)
         or (name.startswith(f".{CURRENT_FILE}.") and name.endswith(".tmp"))
     )
 

@@ -31,6 +31,7 @@ from neardup_spark.batch.boilerplate import BoilerplateSet, Examples
 from neardup_spark.columns import DOC_A, DOC_B, DOC_ID, KEEPER, TEXT, UNIT_DOCS, UNIT_KEY
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.io.corpus import check_columns, check_ids, check_paths_apart, read_corpus
+from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import OutputDir, OutputLayout
 from neardup_spark.pipeline.execution import grouped_input, run_alongside, start_python_workers
 from neardup_spark.pipeline.reporting import StageTimer
@@ -262,15 +263,31 @@ def run_boilerplate(
     config: DedupeConfig,
     overwrite: bool = False,
     session: SessionSettings | None = None,
+    *,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> dict[str, Any]:
     """``neardup boilerplate INPUT OUTPUT``: every input row and column to ``OUTPUT`` (Parquet
     data files at its top level) with the text cleaned and ``boilerplate_units`` /
     ``boilerplate_chars`` added; ``_report.json`` (counts, the most repeated units, seconds
-    per stage) and ``_SUCCESS`` beside them. Staged, then committed. Returns the report."""
-    started = time.perf_counter()
-    timer = StageTimer()
+    per stage) and ``_SUCCESS`` beside them. Staged, then committed, holding OUTPUT's lease
+    (another run holding it is waited for up to ``lock_timeout`` seconds). Returns the report."""
     check_paths_apart({"input": input_path, "output": output_path})
     out = OutputDir(spark, output_path, BOILERPLATE_LAYOUT)
+    with out.locked(lock_timeout):
+        return boilerplate_locked(spark, input_path, out, config, overwrite, session)
+
+
+def boilerplate_locked(
+    spark: SparkSession,
+    input_path: str,
+    out: OutputDir,
+    config: DedupeConfig,
+    overwrite: bool,
+    session: SessionSettings | None,
+) -> dict[str, Any]:
+    """:func:`run_boilerplate` holding OUTPUT's lease."""
+    started = time.perf_counter()
+    timer = StageTimer()
     out.prepare(overwrite)
     workers_started = start_python_workers(spark)
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
@@ -301,7 +318,7 @@ def run_boilerplate(
         "neardup_spark_version": __version__,
         "run_id": run_id,
         "input": input_path,
-        "output": output_path,
+        "output": out.path,
         "config": {**config.to_dict(), **(session.to_dict() if session else {})},
         **section,
         "spark": {"version": spark.version, "master": spark.sparkContext.master},

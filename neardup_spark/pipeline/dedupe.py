@@ -22,6 +22,7 @@ from neardup_spark.io.corpus import (
     preference_table,
     read_corpus,
 )
+from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import CHECKPOINT_DIR, REPORT_FILE, OutputDir
 from neardup_spark.pipeline.boilerplate import boilerplate_step
 from neardup_spark.pipeline.execution import (
@@ -143,6 +144,8 @@ def run(
     overwrite: bool = False,
     session: SessionSettings | None = None,
     resume: bool = True,
+    *,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> dict[str, Any]:
     """Read ``input_path`` (a path Spark reads, or a :class:`CorpusSource`: a path in a given
     format, or a table), dedupe, write the output contract under ``output_path``.
@@ -151,14 +154,29 @@ def run(
     ``_SUCCESS`` written last. ``session``, the settings the session was built with, goes into
     the report's config. Each finished stage is kept under ``OUTPUT/_staging/RUN_ID/``: a rerun
     of the same input and config resumes from the last one (:mod:`~neardup_spark.pipeline.
-    resume`; ``resume=False`` starts afresh). Returns the report.
+    resume`; ``resume=False`` starts afresh). One run writes an OUTPUT at a time: another run
+    holding it is waited for up to ``lock_timeout`` seconds. Returns the report.
     """
-    started = time.perf_counter()
-    timer = StageTimer()
     source = CorpusSource.of(input_path)
     if source.path is not None:
         check_paths_apart({"input": source.path, "output": output_path})
     out = OutputDir(spark, output_path)
+    with out.locked(lock_timeout):
+        return run_locked(spark, source, out, config, overwrite, session, resume)
+
+
+def run_locked(
+    spark: SparkSession,
+    source: CorpusSource,
+    out: OutputDir,
+    config: DedupeConfig,
+    overwrite: bool,
+    session: SessionSettings | None,
+    resume: bool,
+) -> dict[str, Any]:
+    """:func:`run` holding OUTPUT's lease."""
+    started = time.perf_counter()
+    timer = StageTimer()
     out.prepare(overwrite, clear_staging=False)
     workers_started = start_python_workers(spark)
     with timer.stage("read"):
@@ -197,7 +215,7 @@ def run(
     report.update(
         {
             "input": source.shown,
-            "output": output_path,
+            "output": out.path,
             "spark": {"version": spark.version, "master": spark.sparkContext.master},
             "skipped_files": skipped_files,
             "stage_seconds": timer.seconds,

@@ -28,7 +28,8 @@ def fail_once_if_asked() -> None:
 
 
 # Test hook for kills at a known point: when PAUSE_AT_ENV names a point a run reaches, the run
-# writes the file PAUSE_MARKER_ENV names and sleeps, so a test can SIGKILL it exactly there
+# writes the file PAUSE_MARKER_ENV names and sleeps until the test deletes it (the run goes on)
+# or PAUSE_SECONDS pass, so a test can SIGKILL it exactly there, or hold it there
 # (tests/cli/test_dedupe.py, tests/nightly). Points: "before_commit" (outputs staged, nothing
 # committed), "in_commit" (OUTPUT's previous entries removed, the new ones not yet moved in),
 # "before_index_commit" (a nightly batch's segment and results written, CURRENT not replaced),
@@ -40,11 +41,14 @@ PAUSE_SECONDS = 600
 
 
 def pause_if_asked(point: str) -> None:
-    """Write the marker and sleep when :data:`PAUSE_AT_ENV` is ``point``; nothing otherwise."""
+    """Write the marker and wait while it exists when :data:`PAUSE_AT_ENV` is ``point``;
+    nothing otherwise."""
     if os.environ.get(PAUSE_AT_ENV) != point:
         return
     marker = os.environ.get(PAUSE_MARKER_ENV)
     if marker:
         with open(marker, "w", encoding="utf-8") as handle:
             handle.write(f"paused at {point}\n")
-    time.sleep(PAUSE_SECONDS)
+    deadline = time.monotonic() + PAUSE_SECONDS
+    while time.monotonic() < deadline and (not marker or os.path.exists(marker)):
+        time.sleep(0.05)

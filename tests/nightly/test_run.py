@@ -17,6 +17,7 @@ import pytest
 
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
+from neardup_spark.io.lease import LOCK_FILE, is_lease_entry
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.nightly.store import CURRENT_FILE, Index
 from tests.nightly.history import (
@@ -258,7 +259,9 @@ def test_killed_run_leaves_the_index_and_outputs_intact(spark, history):
     # index it refers to, and the previous output are untouched and readable.
     assert crash["marker"].startswith("segments/s000003-")
     assert {k: v for k, v in after_kill["index"].items() if k in before["index"]} == before["index"]
-    assert after_kill["out"] == before["out"]
+    # It held the index's and OUTPUT's locks (the run after it took them over: it ran on).
+    assert LOCK_FILE in after_kill["index"] and LOCK_FILE in after_kill["out"]
+    assert {k: v for k, v in after_kill["out"].items() if not is_lease_entry(k)} == before["out"]
     assert crash["assignment"] == after(spark, history, "day2")
     # Running again completed the batch (the other tests check its results) and cleared the
     # debris: only the committed version's segments remain.

@@ -9,7 +9,14 @@ import pytest
 
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import LocalStorage
-from neardup_spark.nightly.store import FORMAT, FORMAT_VERSION, read_manifest
+from neardup_spark.nightly.store import (
+    COMMITS_DIR,
+    FORMAT,
+    FORMAT_VERSION,
+    Index,
+    IndexCommitConflict,
+    read_manifest,
+)
 
 
 def test_an_index_of_format_version_1_is_refused_with_how_to_rebuild(tmp_path):
@@ -30,3 +37,78 @@ def test_a_directory_that_is_not_an_index_is_refused(tmp_path):
     with pytest.raises(UserError, match="is not a neardup index"):
         read_manifest(LocalStorage(), str(tmp_path))
     assert read_manifest(LocalStorage(), str(tmp_path / "new")) is None  # a new index
+
+
+def version(number: int, nonce: str, previous: str | None = None) -> dict:
+    """A minimal manifest (what commit, roll-forward and garbage collection read)."""
+    name = f"v{number:06d}-{nonce}"
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "version": number,
+        "name": name,
+        "previous": previous,
+        "segments": [],
+        "batches": [],
+    }
+
+
+def test_a_version_whose_log_entry_exists_is_committed_even_without_current(tmp_path):
+    storage, root = LocalStorage(), str(tmp_path)
+    # A new index whose first run was killed between its log entry and CURRENT.
+    Index(None, root, storage, None).commit(version(1, "aaaa"), run="night1")  # type: ignore[arg-type]
+    (tmp_path / "CURRENT").unlink()
+    assert read_manifest(storage, root)["name"] == "v000001-aaaa"
+    (tmp_path / "CURRENT").write_text("v000001-aaaa\n")
+    # The next one killed likewise: CURRENT still names version 1, the log has version 2.
+    second = version(2, "bbbb", previous="v000001-aaaa")
+    (tmp_path / "v000002-bbbb").mkdir()
+    (tmp_path / "v000002-bbbb" / "manifest.json").write_text(json.dumps(second))
+    (tmp_path / COMMITS_DIR / "v000002").write_text(json.dumps({"name": "v000002-bbbb"}))
+    assert read_manifest(storage, root)["name"] == "v000002-bbbb"
+    assert (tmp_path / "CURRENT").read_text() == "v000001-aaaa\n"  # reading changes nothing
+
+
+def test_an_index_without_a_commit_log_reads_as_before(tmp_path):
+    (tmp_path / "v000003-abc").mkdir()
+    (tmp_path / "v000003-abc" / "manifest.json").write_text(json.dumps(version(3, "abc")))
+    (tmp_path / "CURRENT").write_text("v000003-abc\n")
+    assert read_manifest(LocalStorage(), str(tmp_path))["version"] == 3
+
+
+def test_two_commits_of_one_version_one_wins_the_other_changes_nothing(tmp_path):
+    storage, root = LocalStorage(), str(tmp_path)
+    base = version(1, "aaaa")
+    Index(None, root, storage, None).commit(base, run="night1")  # type: ignore[arg-type]
+    first = Index(None, root, storage, base)  # type: ignore[arg-type]
+    second = Index(None, root, storage, base)  # type: ignore[arg-type]
+    first.commit(version(2, "bbbb", previous=base["name"]), run="night2")
+    with pytest.raises(IndexCommitConflict) as conflict:
+        second.commit(version(2, "cccc", previous=base["name"]), run="night3")
+    message = str(conflict.value)
+    assert "another run (night2) committed version 2" in message and "Rerun it" in message
+    assert (tmp_path / "CURRENT").read_text() == "v000002-bbbb\n"
+    assert read_manifest(storage, root)["name"] == "v000002-bbbb"
+    # The loser's manifest is debris the next collection deletes; the log stays.
+    first.collect_garbage(keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "CURRENT",
+        COMMITS_DIR,
+        "v000001-aaaa",
+        "v000002-bbbb",
+    ]
+    assert sorted(p.name for p in (tmp_path / COMMITS_DIR).iterdir()) == ["v000001", "v000002"]
+
+
+def test_old_log_entries_go_with_their_versions(tmp_path):
+    storage, root = LocalStorage(), str(tmp_path)
+    index = Index(None, root, storage, None)  # type: ignore[arg-type]
+    previous = None
+    for number in range(1, 6):
+        manifest = version(number, f"{number:04x}", previous=previous)
+        index.commit(manifest, run=f"night{number}")
+        previous = manifest["name"]
+    (tmp_path / "_lock").write_text("{}")  # a writer's lease is part of the index
+    index.collect_garbage(keep=2)
+    assert sorted(p.name for p in (tmp_path / COMMITS_DIR).iterdir()) == ["v000004", "v000005"]
+    assert sorted(p.name for p in tmp_path.glob("v*")) == ["v000004-0004", "v000005-0005"]
