@@ -30,6 +30,7 @@ from neardup_spark.kernels.boilerplate import UNITS as BOILERPLATE_UNITS
 from neardup_spark.kernels.lsh import choose_bands
 from neardup_spark.kernels.normalize import NormalizeOptions
 from neardup_spark.kernels.shingles import SHINGLE_UNITS
+from neardup_spark.redaction import redact_override, redact_settings
 
 METHODS = ("minhash", "simhash", "exact")
 SIMHASH_FEATURES = ("words", "shingles")
@@ -294,7 +295,11 @@ class SessionSettings:
             raise UserError(f"lock_timeout must be a number of seconds >= 0, got {timeout!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as a report, manifest or log records them: secret Spark settings'
+        values redacted (:func:`~neardup_spark.redaction.redact_settings`)."""
+        data = dataclasses.asdict(self)
+        data["spark"] = redact_settings(data["spark"])
+        return data
 
 
 @dataclass(frozen=True)
@@ -382,7 +387,7 @@ def _layered(
     for path in config_files or []:
         merged = _merge(merged, read_yaml(path), str(path))
     for text in overrides or []:
-        merged = _merge(merged, parse_override(text), f"--set {text}")
+        merged = _merge(merged, parse_override(text), f"--set {redact_override(text)}")
     return _merge(merged, {k: v for k, v in (options or {}).items() if v is not None}, "options")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from neardup_spark.cli.options import add_output_options
+from neardup_spark.cli.options import add_output_options, add_ui_option
 from neardup_spark.config import load_session_settings
 from neardup_spark.errors import EXIT_OK
 from neardup_spark.extras import require_extra
@@ -84,6 +84,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         dest="overrides",
         help="e.g. --set spark.executor.memory=4g (repeatable)",
     )
+    add_ui_option(parser)
     parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
     add_output_options(parser, "ingest")
 

@@ -18,7 +18,7 @@ class CliParser(argparse.ArgumentParser):
 
 
 def add_settings_options(parser: argparse.ArgumentParser, master: bool = True) -> None:
-    """``--config FILE``, ``--set KEY=VALUE`` (both repeatable) and ``--master``."""
+    """``--config FILE``, ``--set KEY=VALUE`` (both repeatable), ``--ui`` and ``--master``."""
     parser.add_argument(
         "--config",
         action="append",
@@ -35,6 +35,7 @@ def add_settings_options(parser: argparse.ArgumentParser, master: bool = True) -
         help="override one setting, e.g. --set normalize.casefold=false or "
         "--set spark.driver.memory=4g (repeatable)",
     )
+    add_ui_option(parser)
     if master:
         parser.add_argument(
             "--master", help="Spark master URL (default local[*]; spark-submit's wins)"
@@ -58,6 +59,19 @@ def add_lock_timeout_option(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="wait this long for another run holding the same index or OUTPUT, then exit 2 "
         "naming it (default 3600; 0: do not wait)",
+    )
+
+
+def add_ui_option(parser: argparse.ArgumentParser) -> None:
+    """``--ui``: Spark's web UI, off by default in local mode; on 127.0.0.1 (port 4040, or
+    the next free one) when on. The same as ``--set spark.ui.enabled=true``."""
+    parser.add_argument(
+        "--ui",
+        action="append_const",
+        const="spark.ui.enabled=true",
+        dest="overrides",
+        help="serve Spark's web UI on 127.0.0.1:4040 (or the next free port) while the job "
+        "runs (local mode; off by default)",
     )
 
 

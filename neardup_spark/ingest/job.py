@@ -59,6 +59,7 @@ from neardup_spark.ingest.warc import WarcFile, list_warc_files, read_files
 from neardup_spark.io.corpus import check_paths_apart
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import OutputDir, OutputLayout
+from neardup_spark.runtime.session import keep_column_types
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +199,7 @@ def file_errors(records: DataFrame) -> list[dict[str, Any]]:
 def write_tables(records: DataFrame, staged: OutputDir) -> None:
     """Write the documents to ``corpus/`` (moved into OUTPUT by the commit) and everything else
     to ``_skipped/`` under ``staged``."""
+    keep_column_types(records.sparkSession)  # fetch_date: timestamp[us, tz=UTC], not INT96
     documents = records.where(F.col("skip_reason").isNull()).select(*CORPUS_COLUMNS)
     documents.write.parquet(staged.child(CORPUS_DIR))
     skipped = records.where(F.col("skip_reason").isNotNull()).select(*SKIPPED_COLUMNS)

@@ -32,6 +32,7 @@ from neardup_spark.io.formats import (
     without_malformed,
     zstd_needs_newer_spark,
 )
+from neardup_spark.io.parquet_types import illegal_type_message
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,9 @@ def has_glob(path: str) -> bool:
     return any(c in path for c in GLOB_CHARS)
 
 
-def _read_parquet(spark: SparkSession, paths: list[str], shown: str) -> DataFrame:
+def _read_parquet(
+    spark: SparkSession, paths: list[str], shown: str, files: list[str] | None = None
+) -> DataFrame:
     try:
         return spark.read.parquet(*paths)
     except AnalysisException as exc:
@@ -84,6 +87,9 @@ def _read_parquet(spark: SparkSession, paths: list[str], shown: str) -> DataFram
             raise UserError(f"input not found: {shown}") from None
         if "UNABLE_TO_INFER_SCHEMA" in text:
             raise UserError(f"no Parquet files found under {shown}") from None
+        if "PARQUET_TYPE_ILLEGAL" in text:  # timestamp[ns], time, float16: name the columns
+            first = text.splitlines()[0]
+            raise UserError(illegal_type_message(shown, files or paths, first)) from None
         raise UserError(f"cannot read {shown} as Parquet: {text.splitlines()[0]}") from None
     except Exception as exc:  # a corrupt footer met while inferring the schema
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -227,7 +233,7 @@ def read_parquet_files(
     """Read Parquet ``files`` (all of ``path``), checking every footer first."""
     bad = unreadable_files(files)
     if not bad:
-        return _read_parquet(spark, [path], path), []
+        return _read_parquet(spark, [path], path, files), []
     if not skip_corrupt:
         listed = "; ".join(f"{p} ({why})" for p, why in bad[:MAX_IDS_IN_MESSAGE])
         raise UserError(
@@ -244,6 +250,9 @@ def read_parquet_files(
     try:
         df = reader.parquet(*good)
     except AnalysisException as exc:
+        if "PARQUET_TYPE_ILLEGAL" in str(exc):
+            first = str(exc).splitlines()[0]
+            raise UserError(illegal_type_message(path, good, first)) from None
         raise UserError(f"cannot read {path} as Parquet: {str(exc).splitlines()[0]}") from None
     return df, [{"path": p, "error": why} for p, why in bad]
 

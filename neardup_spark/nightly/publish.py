@@ -17,6 +17,7 @@ from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.nightly.stable_ids import KEPT
 from neardup_spark.nightly.store import Index
 from neardup_spark.pipeline.execution import maybe_broadcast
+from neardup_spark.runtime.session import keep_column_types
 
 CHANGED_CLUSTERS = "changed_clusters"
 
@@ -38,6 +39,7 @@ def publish_batch(
         copy_tree(spark, join(results, name), staged.child(name))
     kept = spark.read.parquet(join(results, KEPT)).select(F.col(DOC_ID).alias(config.id_col))
     n_kept = int(batch["counts"]["deduplicated"])
+    keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
     df.join(maybe_broadcast(kept, n_kept), config.id_col, "left_semi").write.parquet(
         staged.child("deduplicated")
     )

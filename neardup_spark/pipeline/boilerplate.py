@@ -36,6 +36,7 @@ from neardup_spark.io.output import OutputDir, OutputLayout
 from neardup_spark.pipeline.execution import grouped_input, run_alongside, start_python_workers
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.runtime.faults import fail_once_if_asked, pause_if_asked
+from neardup_spark.runtime.session import keep_column_types
 from neardup_spark.runtime.spark_compat import to_arrow
 from neardup_spark.stages.boilerplate import (
     COUNT_HELPERS,
@@ -305,6 +306,7 @@ def boilerplate_locked(
     )
     try:
         cleaning = strip_boilerplate(df, config, timer, config.id_col, config.text_col)
+        keep_column_types(spark)  # the rows keep the input's timestamp types
         with timer.stage("write"):
             cleaning.observed.drop(*COUNT_HELPERS).write.parquet(staged.child(STAGED_DATA_DIR))
     finally:

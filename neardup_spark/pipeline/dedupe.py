@@ -45,6 +45,7 @@ from neardup_spark.pipeline.steps import (
     verified_edges,
 )
 from neardup_spark.runtime.faults import pause_if_asked
+from neardup_spark.runtime.session import keep_column_types
 
 
 @dataclass
@@ -195,6 +196,7 @@ def run_locked(
         write_pairs=lambda pairs: pairs.write.mode("overwrite").parquet(staged.child("pairs")),
         results=plan.results,
     )
+    keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
     with timer.stage("write"):
         run_together(
             spark,

@@ -8,6 +8,7 @@ import sys
 from pyspark.sql import SparkSession
 
 from neardup_spark.config import SessionSettings
+from neardup_spark.redaction import SPARK_REDACTION_REGEX
 from neardup_spark.runtime import console, jvm_archive
 from neardup_spark.runtime.spark_compat import check_spark_version
 
@@ -31,7 +32,30 @@ LOCAL_DEFAULTS = {
     # Python workers without the zips and jar Spark puts on their path: each task re-read those
     # archives' directories (~100 ms of CPU a task; neardup_spark/worker_daemon.py).
     "spark.python.daemon.module": "neardup_spark.runtime.worker_daemon",
+    # Nothing listens beyond this machine: the driver's RPC and block manager on loopback (the
+    # web UI too, through SPARK_LOCAL_IP: LOOPBACK_ENV), and no UI unless asked for (--ui).
+    # None of these endpoints is authenticated (docs/operations/types-and-security.md).
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.ui.enabled": "false",
 }
+
+# Spark binds its web UI to $SPARK_LOCAL_IP, else to every interface (no setting says
+# otherwise in Spark 4.0); set for the JVM this process starts in local mode.
+LOOPBACK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
+
+# Settings for every JVM this process starts, local or on a cluster's master (under spark-submit,
+# the cluster's settings rule).
+STARTED_JVM_DEFAULTS = {
+    # Spark's UI and event logs hide the values of settings named like a secret, as reports do.
+    "spark.redaction.regex": SPARK_REDACTION_REGEX,
+}
+
+# Parquet timestamps written as INT64 microseconds with their UTC flag, not as INT96 (Spark's
+# default, read back by pyarrow as timestamp[ns] without a zone): a timestamp column of the
+# input keeps its type in deduplicated/. A runtime SQL setting, so it applies under
+# spark-submit as well; a value the user set is kept.
+PARQUET_TIMESTAMP_TYPE = ("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
 
 
 # Shuffle partitions per core in local mode (when not set): each partition of the candidate and
@@ -54,6 +78,15 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+def keep_column_types(spark: SparkSession) -> None:
+    """Have Parquet writes keep the input's timestamp types (:data:`PARQUET_TIMESTAMP_TYPE`),
+    unless the session already has a value for that setting. Called by :func:`build_session`
+    and by each run that writes input rows (a session the caller built, in the Python API)."""
+    name, value = PARQUET_TIMESTAMP_TYPE
+    if spark.conf.get(name, None) is None:
+        spark.conf.set(name, value)
+
+
 def build_session(
     settings: SessionSettings | None = None, app_name: str = "neardup-spark"
 ) -> SparkSession:
@@ -67,12 +100,15 @@ def build_session(
     settings = settings or SessionSettings()
     builder = SparkSession.builder.appName(app_name)
     conf: dict[str, str] = {}
+    jvm_env: dict[str, str] = {}
     quiet = not console.SETTINGS.verbose and not under_spark_submit()
     if not under_spark_submit():
         master = settings.master or "local[*]"
         builder = builder.master(master)
+        conf.update(STARTED_JVM_DEFAULTS)
         if master.startswith("local"):
             conf.update(LOCAL_DEFAULTS)
+            jvm_env = {k: v for k, v in LOOPBACK_ENV.items() if k not in os.environ}
             partitions = LOCAL_SHUFFLE_PARTITIONS_PER_CORE * local_cores(master)
             conf["spark.sql.shuffle.partitions"] = str(partitions)
             archive = jvm_archive.java_options()
@@ -87,11 +123,15 @@ def build_session(
     for key, value in conf.items():
         builder = builder.config(key, value)
     real_stderr = console.filter_jvm_stderr()[0] if quiet else None
+    os.environ.update(jvm_env)  # read by the JVM launched now, not kept by this process
     try:
         spark = builder.getOrCreate()
     finally:
+        for name in jvm_env:
+            os.environ.pop(name, None)
         if real_stderr is not None:  # the JVM keeps the filtered pipe; this process its stderr
             console.restore_stderr(real_stderr)
+    keep_column_types(spark)
     default_level = "ERROR" if quiet else "WARN"
     spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", default_level))
     check_spark_version(spark)
