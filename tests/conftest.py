@@ -22,6 +22,9 @@ def spark(tmp_path_factory):
         .config("spark.sql.adaptive.enabled", "false")  # as in local mode (session.py)
         .config("spark.default.parallelism", "4")
         .config("spark.ui.enabled", "false")
+        # Loopback only, as the CLI's local mode (session.py, LOCAL_DEFAULTS)
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
         # Many small queries: the quick JIT alone, as the CLI's local mode (session.py).
