@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import hadoop_filesystem, hadoop_path
+from neardup_spark.io.paths import check_writable, for_hadoop
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class OutputDir:
     def __init__(
         self, spark: SparkSession, path: str, layout: OutputLayout = DEDUPE_LAYOUT
     ) -> None:
-        self.path = path
+        self.path = for_hadoop(path)  # Spark writes under it: a name Hadoop reads as given
         self.layout = layout
         self._spark = spark
         self._fs, self._root = hadoop_filesystem(spark, path)
@@ -112,6 +113,7 @@ class OutputDir:
         Nothing of a previous run is deleted here: new outputs are staged and replace the old
         ones only at :meth:`commit`, so a run killed at any point leaves them as they were.
         """
+        check_writable(self.path, "output")  # before any Spark job: exit 2 naming the path
         if self.exists() and not self._fs.getFileStatus(self._root).isDirectory():
             raise UserError(f"output {self.path} exists and is a file")
         foreign = sorted(

@@ -12,6 +12,7 @@ from neardup_spark.columns import ESTIMATE, EXACT_FP, HAS_TEXT, JACCARD
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import join
+from neardup_spark.io.paths import check_writable
 from neardup_spark.nightly.contents import parts_for, read_contents, write_contents
 from neardup_spark.nightly.docs import latest_rows
 from neardup_spark.nightly.store import (
@@ -88,6 +89,7 @@ def compact_index(
     index = Index.open(spark, index_dir)
     if index.manifest is None:
         raise UserError(f"no index at {index_dir} (no {CURRENT_FILE} file)")
+    check_writable(index_dir, "index")
     index.collect_garbage(keep_versions)
     n_buckets = buckets or index.buckets
     if n_buckets < 1:

@@ -88,6 +88,7 @@ from neardup_spark.io.corpus import (
 )
 from neardup_spark.io.filesystem import join
 from neardup_spark.io.output import REPORT_FILE, OutputDir
+from neardup_spark.io.paths import check_writable
 from neardup_spark.nightly.driver_run import index_on_driver
 from neardup_spark.nightly.publish import publish_batch
 from neardup_spark.nightly.spark_run import index_with_spark
@@ -197,10 +198,13 @@ def run_incremental(
     if source.path is None:
         raise UserError("a nightly run reads an input path (its files identify the batch)")
     check_paths_apart({"input": source.path, "output": output, "index": index_dir})
+    check_writable(index_dir, "index")
     index = open_index(spark, index_dir, config, buckets)
     out = OutputDir(spark, output)
     with timer.stage("read"):
-        df, skipped = read_corpus(spark, source, config.skip_corrupt)
+        df, skipped = read_corpus(
+            spark, source, config.skip_corrupt, (config.id_col, config.text_col)
+        )
         check_columns(df, config.id_col, config.text_col)
         inputs = input_files(spark, source.path)
         run_id = make_run_id(inputs, config)
