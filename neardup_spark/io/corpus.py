@@ -24,8 +24,6 @@ from pyspark.sql import types as T
 from neardup_spark.columns import DOC_ID, TEXT
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import basename, hadoop_filesystem
-from neardup_spark.io.paths import for_hadoop, from_spark_uri, is_local_path
-from neardup_spark.io.schemas import Footer, check_schemas, read_footers
 from neardup_spark.io.formats import (
     check_format,
     format_reader,
@@ -33,6 +31,8 @@ from neardup_spark.io.formats import (
     without_malformed,
     zstd_needs_newer_spark,
 )
+from neardup_spark.io.paths import for_hadoop, from_spark_uri, is_local_path
+from neardup_spark.io.schemas import Footer, check_schemas, read_footers
 
 log = logging.getLogger(__name__)
 
@@ -368,7 +368,7 @@ def input_files(spark: SparkSession, path: str) -> list[dict[str, Any]]:
     """The input's data files: qualified path, size and content digest (SHA-256 of the bytes
     for local files, hashed :data:`HASH_THREADS` at a time; the file system's checksum, else
     size and modification time, elsewhere)."""
-    
+
     files, _ = list_data_files(spark, path)
     out: list[dict[str, Any]] = []
     local: dict[int, str] = {}  # position in out -> local path to hash

@@ -116,9 +116,7 @@ def check_writable(path: str, role: str) -> None:
     if not os.path.isdir(existing):
         if os.path.abspath(existing) == os.path.abspath(where):
             raise UserError(f"{role} {path} exists and is a file, not a directory")
-        raise UserError(
-            f"{role} {path} cannot be created: {existing} is a file, not a directory"
-        )
+        raise UserError(f"{role} {path} cannot be created: {existing} is a file, not a directory")
     problem = _probe_write(existing)
     if problem is not None:
         raise UserError(f"{role} {path} is not writable: cannot write in {existing} ({problem})")

@@ -104,7 +104,9 @@ def check_schemas(footers: list[Footer], shown: str, required: tuple[str, ...] =
                 )
     column_sets = {tuple(sorted(f.schema.names)) for f in read if f.schema is not None}
     for name in required:
-        lacking = next((f for f in read if f.schema is not None and name not in f.schema.names), None)
+        lacking = next(
+            (f for f in read if f.schema is not None and name not in f.schema.names), None
+        )
         holding = next((f for f in read if f.schema is not None and name in f.schema.names), None)
         if lacking is not None and holding is not None:
             raise UserError(

@@ -116,8 +116,6 @@ def cases(root: Path) -> dict[str, tuple[list[str], str]]:
     }
 
 
-
-
 def case_names() -> list[str]:
     import tempfile
 
@@ -141,8 +139,16 @@ def test_a_user_error_in_its_own_process_shows_no_java_stack_trace(tmp_path):
     mixed = corpus(tmp_path / "my corpus:1")
     corpus(mixed, "part-1.parquet", id=["4"], text=["q r s t u"])
     result = subprocess.run(
-        [sys.executable, "-m", "neardup_spark", "dedupe", "my corpus:1", "out:1", "--master",
-         "local[2]"],
+        [
+            sys.executable,
+            "-m",
+            "neardup_spark",
+            "dedupe",
+            "my corpus:1",
+            "out:1",
+            "--master",
+            "local[2]",
+        ],
         capture_output=True,
         text=True,
         timeout=300,

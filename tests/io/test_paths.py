@@ -75,7 +75,9 @@ def test_a_file_named_with_a_colon_is_refused(spark, tmp_path):
 
 def test_output_under_a_regular_file_is_refused(tmp_path):
     (tmp_path / "somefile.txt").write_text("x")
-    with pytest.raises(UserError, match=r"output .*somefile.txt/out/deeper cannot be created: .* is a file"):
+    with pytest.raises(
+        UserError, match=r"output .*somefile.txt/out/deeper cannot be created: .* is a file"
+    ):
         check_writable(str(tmp_path / "somefile.txt" / "out" / "deeper"), "output")
     with pytest.raises(UserError, match="exists and is a file"):
         check_writable("file://" + str(tmp_path / "somefile.txt"), "index")
@@ -86,5 +88,7 @@ def test_output_under_a_regular_file_is_refused(tmp_path):
 def test_output_in_a_directory_that_refuses_writes_is_refused():
     """Tests run as root, for whom permission bits do not stop writes: /proc refuses new files
     to root too (a read-only mount would do the same); the probe write is what finds it."""
-    with pytest.raises(UserError, match=r"index /proc/neardup-out is not writable: cannot write in /proc"):
+    with pytest.raises(
+        UserError, match=r"index /proc/neardup-out is not writable: cannot write in /proc"
+    ):
         check_writable("/proc/neardup-out", "index")

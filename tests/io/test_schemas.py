@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pyarrow.orc as orc
+import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.errors import UserError
@@ -43,7 +43,9 @@ def test_a_column_missing_from_some_files(spark, tmp_path):
     df, _ = read_corpus(spark, str(tmp_path), columns=("id", "text"))  # merged: nulls
     assert sorted((r.id, r.quality) for r in df.collect()) == [(1, 0.5), (2, 0.7), (3, None)]
     write(tmp_path, "part-2.parquet", id=[4], body=["d"])
-    with pytest.raises(UserError, match=r"column 'text' is in .*part-0.parquet but missing from .*part-2"):
+    with pytest.raises(
+        UserError, match=r"column 'text' is in .*part-0.parquet but missing from .*part-2"
+    ):
         read_corpus(spark, str(tmp_path), columns=("id", "text"))
 
 
