@@ -78,7 +78,8 @@ def has_glob(path: str) -> bool:
 
 def _read_parquet(spark: SparkSession, paths: list[str], shown: str, merge: bool) -> DataFrame:
     try:
-        return spark.read.option("mergeSchema", str(merge).lower()).parquet(*paths)
+        reader = spark.read.option("mergeSchema", "true") if merge else spark.read
+        return reader.parquet(*paths)
     except AnalysisException as exc:
         text = str(exc)
         if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
@@ -262,7 +263,7 @@ def read_parquet_files(
     log.warning("skipping %d unreadable Parquet file(s): %s", len(bad), ", ".join(sorted(skipped)))
     # basePath keeps partition columns (dir=value) discovered as if the whole path were read.
     reader = spark.read.option("basePath", path) if is_dir else spark.read
-    reader = reader.option("mergeSchema", str(merge).lower())
+    reader = reader.option("mergeSchema", "true") if merge else reader
     try:
         df = reader.parquet(*good)
     except AnalysisException as exc:
