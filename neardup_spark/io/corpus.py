@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -24,7 +23,7 @@ from pyspark.sql import types as T
 
 from neardup_spark.columns import DOC_ID, TEXT
 from neardup_spark.errors import UserError
-from neardup_spark.io.filesystem import hadoop_filesystem
+from neardup_spark.io.filesystem import basename, hadoop_filesystem
 from neardup_spark.io.formats import (
     check_format,
     format_reader,
@@ -33,6 +32,8 @@ from neardup_spark.io.formats import (
     zstd_needs_newer_spark,
 )
 from neardup_spark.io.parquet_types import illegal_type_message
+from neardup_spark.io.paths import for_hadoop, from_spark_uri, is_local_path
+from neardup_spark.io.schemas import Footer, check_schemas, read_footers
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +78,15 @@ def has_glob(path: str) -> bool:
 
 
 def _read_parquet(
-    spark: SparkSession, paths: list[str], shown: str, files: list[str] | None = None
+    spark: SparkSession,
+    paths: list[str],
+    shown: str,
+    merge: bool,
+    files: list[str] | None = None,
 ) -> DataFrame:
     try:
-        return spark.read.parquet(*paths)
+        reader = spark.read.option("mergeSchema", "true") if merge else spark.read
+        return reader.parquet(*paths)
     except AnalysisException as exc:
         text = str(exc)
         if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
@@ -96,33 +102,18 @@ def _read_parquet(
         raise UserError(f"cannot read {shown} as Parquet: {first}") from None
 
 
-def _footer_problem(path: str, fmt: str = "parquet") -> str | None:
-    """Why a Parquet or ORC footer cannot be read (``None`` if it can, or if the path is not
-    local)."""
-    local = path[len("file:") :] if path.startswith("file:") else path
-    if "://" in local or not local.startswith("/"):
-        return None  # object stores and HDFS: left to Spark's own reader
-    try:
-        if fmt == "orc":
-            import pyarrow.orc as orc
-
-            orc.ORCFile(local)
-        else:
-            pq.read_metadata(local)
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-    return None
-
-
 def unreadable_files(files: list[str], fmt: str = "parquet") -> list[tuple[str, str]]:
     """Local files whose Parquet (or ORC) footer cannot be read, with the reason.
 
     Footers are read on the driver (a few milliseconds each, threads for many files): no Spark
     job, so small runs do not pay for one.
     """
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        problems = list(pool.map(lambda f: _footer_problem(f, fmt), files))
-    return sorted((f, why) for f, why in zip(files, problems, strict=True) if why is not None)
+    return unreadable(read_footers(files, fmt))
+
+
+def unreadable(footers: list[Footer]) -> list[tuple[str, str]]:
+    """The files among ``footers`` that could not be read, with the reason, sorted."""
+    return sorted((f.path, f.problem) for f in footers if f.problem is not None)
 
 
 def _hidden(name: str) -> bool:
@@ -152,33 +143,52 @@ def list_data_files(spark: SparkSession, path: str) -> tuple[list[str], bool]:
         matches = [s for s in fs.globStatus(root) or [] if not _hidden(s.getPath().getName())]
         if not matches:
             raise UserError(f"input not found: nothing matches {path}")
-        return sorted({f for status in matches for f in _files_under(fs, status)}), False
+        files = sorted({f for status in matches for f in _files_under(fs, status)})
+        return refuse_colon_names(files), False
     if not fs.exists(root):
         raise UserError(f"input not found: {path}")
     status = fs.getFileStatus(fs.makeQualified(root))
-    return sorted(_files_under(fs, status)), bool(status.isDirectory())
+    return refuse_colon_names(sorted(_files_under(fs, status))), bool(status.isDirectory())
+
+
+def refuse_colon_names(files: list[str]) -> list[str]:
+    """``files``, unless a local file's own name holds a ``:``: Hadoop's local file system
+    cannot open it (the name of its checksum file, ``.NAME.crc``, parses as a URI: "Relative
+    path in absolute URI"); directories may hold one."""
+    for name in files:
+        if is_local_path(name) and ":" in basename(name):
+            raise UserError(
+                f"cannot read {name}: Hadoop cannot open a local file whose name holds ':' "
+                "(directories may); rename the file"
+            )
+    return files
 
 
 def read_corpus(
-    spark: SparkSession, source: str | CorpusSource, skip_corrupt: bool = False
+    spark: SparkSession,
+    source: str | CorpusSource,
+    skip_corrupt: bool = False,
+    columns: tuple[str, ...] = (),
 ) -> tuple[DataFrame, list[dict[str, Any]]]:
     """Read the corpus (a path, or a :class:`CorpusSource`): ``(DataFrame, skipped)``.
 
     A missing path, a directory without data files, a file whose footer cannot be read, a
     malformed JSON or CSV record are :class:`UserError`\\ s naming them; with ``skip_corrupt``
-    they are left out instead and returned (path and reason, records) for the report.
+    they are left out instead and returned (path and reason, records) for the report. Parquet
+    and ORC files whose schemas disagree are refused (:mod:`~neardup_spark.io.schemas`;
+    ``columns``: those every file must hold, e.g. the id and text columns).
     """
     source = CorpusSource.of(source)
     if source.table is not None:
         return read_table(spark, source.table), []
-    path = str(source.path)
+    path = for_hadoop(str(source.path))
     files, is_dir = list_data_files(spark, path)
     if not files:
         raise UserError(f"no data files found under {path}")
     fmt = source.format or guess_format(files, path)
     if fmt != "parquet":
-        return read_other_format(spark, path, fmt, files, skip_corrupt)
-    return read_parquet_files(spark, path, files, is_dir, skip_corrupt)
+        return read_other_format(spark, path, fmt, files, skip_corrupt, columns)
+    return read_parquet_files(spark, path, files, is_dir, skip_corrupt, columns)
 
 
 def read_table(spark: SparkSession, name: str) -> DataFrame:
@@ -190,18 +200,24 @@ def read_table(spark: SparkSession, name: str) -> DataFrame:
 
 
 def read_other_format(
-    spark: SparkSession, path: str, fmt: str, files: list[str], skip_corrupt: bool
+    spark: SparkSession,
+    path: str,
+    fmt: str,
+    files: list[str],
+    skip_corrupt: bool,
+    columns: tuple[str, ...] = (),
 ) -> tuple[DataFrame, list[dict[str, Any]]]:
     """Read JSON lines, ORC or CSV (:mod:`neardup_spark.io.formats`) with the checks Parquet
-    gets: unreadable files (ORC footers; JSON and CSV files while Spark infers their schema,
-    which reads them all) and malformed records."""
+    gets: unreadable files and schemas that disagree (ORC footers; JSON and CSV files while
+    Spark infers their schema, which reads them all and widens types) and malformed records."""
     zstd = zstd_needs_newer_spark(spark, files)
     if zstd is not None:
         raise UserError(
             f"{zstd} is zstd-compressed, which Spark {spark.version} cannot read (Spark 4.1 and "
             "newer can); decompress it (zstd -d) or recompress it with gzip"
         )
-    bad = unreadable_files(files, fmt) if fmt == "orc" else []
+    footers = read_footers(files, fmt) if fmt == "orc" else []
+    bad = unreadable(footers)
     if bad and not skip_corrupt:
         listed = "; ".join(f"{p} ({why})" for p, why in bad[:MAX_IDS_IN_MESSAGE])
         raise UserError(
@@ -212,8 +228,10 @@ def read_other_format(
     good = [f for f in files if f not in {p for p, _ in bad}] if bad else [path]
     if not good:
         raise UserError(f"every ORC file under {path} is unreadable")
+    merge = check_schemas([f for f in footers if f.problem is None], path, columns)
     try:
-        df = format_reader(spark, fmt, skip_corrupt).load(good)
+        reader = format_reader(spark, fmt, skip_corrupt)
+        df = (reader.option("mergeSchema", "true") if merge else reader).load(good)
     except Exception as exc:  # a file Spark cannot read, met while inferring the schema
         text = str(exc).strip()
         first = text.splitlines()[0][:300] if text else type(exc).__name__
@@ -228,18 +246,26 @@ def read_other_format(
 
 
 def read_parquet_files(
-    spark: SparkSession, path: str, files: list[str], is_dir: bool, skip_corrupt: bool
+    spark: SparkSession,
+    path: str,
+    files: list[str],
+    is_dir: bool,
+    skip_corrupt: bool,
+    columns: tuple[str, ...] = (),
 ) -> tuple[DataFrame, list[dict[str, Any]]]:
-    """Read Parquet ``files`` (all of ``path``), checking every footer first."""
-    bad = unreadable_files(files)
-    if not bad:
-        return _read_parquet(spark, [path], path, files), []
-    if not skip_corrupt:
+    """Read Parquet ``files`` (all of ``path``), checking every footer first: unreadable files,
+    schemas that disagree (:func:`~neardup_spark.io.schemas.check_schemas`)."""
+    footers = read_footers(files)
+    bad = unreadable(footers)
+    if bad and not skip_corrupt:
         listed = "; ".join(f"{p} ({why})" for p, why in bad[:MAX_IDS_IN_MESSAGE])
         raise UserError(
             f"{len(bad)} unreadable Parquet file(s) under {path}: {listed}. "
             "Fix or remove them, or pass --skip-corrupt to go on without them."
         )
+    merge = check_schemas([f for f in footers if f.problem is None], path, columns)
+    if not bad:
+        return _read_parquet(spark, [path], path, merge, files), []
     skipped = {p for p, _ in bad}
     good = [f for f in files if f not in skipped]
     if not good:
@@ -247,6 +273,7 @@ def read_parquet_files(
     log.warning("skipping %d unreadable Parquet file(s): %s", len(bad), ", ".join(sorted(skipped)))
     # basePath keeps partition columns (dir=value) discovered as if the whole path were read.
     reader = spark.read.option("basePath", path) if is_dir else spark.read
+    reader = reader.option("mergeSchema", "true") if merge else reader
     try:
         df = reader.parquet(*good)
     except AnalysisException as exc:
@@ -332,6 +359,12 @@ def as_documents(df: DataFrame, id_col: str, text_col: str) -> DataFrame:
     return df.select(F.col(id_col).alias(DOC_ID), F.col(text_col).alias(TEXT))
 
 
+def files_read(df: DataFrame) -> list[str]:
+    """The files ``df`` reads, as paths Hadoop opens: ``inputFiles()`` gives percent-encoded
+    URIs (``my%20corpus``), which Hadoop's ``Path`` would take literally."""
+    return [from_spark_uri(name) for name in df.inputFiles()]
+
+
 def sha256_file(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -349,7 +382,6 @@ def input_files(spark: SparkSession, path: str) -> list[dict[str, Any]]:
     """The input's data files: qualified path, size and content digest (SHA-256 of the bytes
     for local files, hashed :data:`HASH_THREADS` at a time; the file system's checksum, else
     size and modification time, elsewhere)."""
-    from concurrent.futures import ThreadPoolExecutor
 
     files, _ = list_data_files(spark, path)
     out: list[dict[str, Any]] = []

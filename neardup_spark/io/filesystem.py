@@ -9,12 +9,13 @@ import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
+
+from neardup_spark.io.paths import for_hadoop, is_local_path, local_path
 
 # Hadoop's names for schemes PyArrow knows by another.
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
@@ -25,23 +26,22 @@ def pyarrow_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     writes: plain local paths (``~`` expanded, made absolute), ``file:/x`` and ``file:///x``,
     and URIs PyArrow reads (``s3://``, ``gs://``, ``hdfs://``; Hadoop's ``s3a://`` and
     ``s3n://`` mean ``s3://``)."""
-    scheme, sep, rest = path.partition(":")
-    if sep and scheme == "file":
-        local = rest[2:] if rest.startswith("//") else rest
-        return pafs.LocalFileSystem(), os.path.abspath(local)
+    if is_local_path(path):
+        return pafs.LocalFileSystem(), os.path.abspath(local_path(path))
     if "://" in path:
         scheme = path.split("://", 1)[0].lower()
         if scheme in _SCHEME_ALIASES:
             path = _SCHEME_ALIASES[scheme] + path[len(scheme) :]
         return pafs.FileSystem.from_uri(path)
-    return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(path))
+    return pafs.LocalFileSystem(), os.path.abspath(local_path(path))
 
 
 def hadoop_path(spark: SparkSession, path: str) -> Any:
-    """The JVM's ``org.apache.hadoop.fs.Path`` for ``path``."""
+    """The JVM's ``org.apache.hadoop.fs.Path`` for ``path`` (:func:`~neardup_spark.io.paths.
+    for_hadoop`: a relative name with a ``:`` made absolute)."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None  # a live SparkContext has its gateway
-    return jvm.org.apache.hadoop.fs.Path(path)
+    return jvm.org.apache.hadoop.fs.Path(for_hadoop(path))
 
 
 def hadoop_filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
@@ -51,9 +51,8 @@ def hadoop_filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
 
 
 def is_local(path: str) -> bool:
-    """True for a plain path or a ``file:`` URI."""
-    scheme = urlparse(path).scheme
-    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+    """True for a plain path or a ``file:`` URI (:mod:`neardup_spark.io.paths`)."""
+    return is_local_path(path)
 
 
 def join(root: str, *parts: str) -> str:
@@ -112,8 +111,7 @@ class LocalStorage:
 
     @staticmethod
     def local_path(path: str) -> Path:
-        parsed = urlparse(path)
-        return Path(parsed.path if parsed.scheme == "file" else path)
+        return Path(local_path(path))
 
     def exists(self, path: str) -> bool:
         return self.local_path(path).exists()
@@ -281,7 +279,7 @@ def copy_tree(spark: SparkSession, src: str, dst: str) -> None:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    src_path, dst_path = jvm.org.apache.hadoop.fs.Path(src), jvm.org.apache.hadoop.fs.Path(dst)
+    src_path, dst_path = hadoop_path(spark, src), hadoop_path(spark, dst)
     src_fs, dst_fs = src_path.getFileSystem(conf), dst_path.getFileSystem(conf)
     if not jvm.org.apache.hadoop.fs.FileUtil.copy(src_fs, src_path, dst_fs, dst_path, False, conf):
         raise OSError(f"cannot copy {src} to {dst}")

@@ -25,6 +25,7 @@ from pyspark.sql import SparkSession
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import hadoop_filesystem, hadoop_path, storage_for
 from neardup_spark.io.lease import LOCK_FILE, Lease, hold_lease, is_lease_entry
+from neardup_spark.io.paths import check_writable, for_hadoop
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class OutputDir:
     def __init__(
         self, spark: SparkSession, path: str, layout: OutputLayout = DEDUPE_LAYOUT
     ) -> None:
-        self.path = path
+        self.path = for_hadoop(path)  # Spark writes under it: a name Hadoop reads as given
         self.layout = layout
         self._spark = spark
         self._fs, self._root = hadoop_filesystem(spark, path)
@@ -128,6 +129,7 @@ class OutputDir:
                 self.lease = None
 
     def _refuse_a_file(self) -> None:
+        check_writable(self.path, "output")  # before any Spark job: exit 2 naming the path
         if self.exists() and not self._fs.getFileStatus(self._root).isDirectory():
             raise UserError(f"output {self.path} exists and is a file")
 

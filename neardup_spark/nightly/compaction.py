@@ -13,6 +13,7 @@ from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import join, storage_for
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
+from neardup_spark.io.paths import check_writable
 from neardup_spark.nightly.contents import parts_for, read_contents, write_contents
 from neardup_spark.nightly.docs import latest_rows
 from neardup_spark.nightly.store import (
@@ -94,6 +95,7 @@ def compact_index(
     storage = storage_for(spark, index_dir)
     if read_manifest(storage, index_dir) is None:  # before the lease creates the directory
         raise UserError(f"no index at {index_dir} (no {CURRENT_FILE} file)")
+    check_writable(index_dir, "index")
     with hold_lease(storage, index_dir, "compaction", lock_timeout) as lease:
         index = Index.open(spark, index_dir)
         index.lease = lease

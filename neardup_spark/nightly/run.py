@@ -92,6 +92,7 @@ from neardup_spark.io.corpus import (
 from neardup_spark.io.filesystem import join, storage_for
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.io.output import REPORT_FILE, OutputDir
+from neardup_spark.io.paths import check_writable
 from neardup_spark.nightly.driver_run import index_on_driver
 from neardup_spark.nightly.publish import publish_batch
 from neardup_spark.nightly.spark_run import index_with_spark
@@ -207,6 +208,7 @@ def run_incremental(
     check_paths_apart({"input": source.path, "output": output, "index": index_dir})
     if buckets is not None and buckets < 1:
         raise UserError(f"--index-buckets must be >= 1, got {buckets}")
+    check_writable(index_dir, "index")
     storage = storage_for(spark, index_dir)
     with hold_lease(storage, index_dir, "nightly run", lock_timeout) as lease:
         index = open_index(spark, index_dir, config, buckets)
@@ -236,7 +238,9 @@ def index_and_publish(
     assert source.path is not None  # checked by run_incremental
     out = OutputDir(spark, output)
     with timer.stage("read"):
-        df, skipped = read_corpus(spark, source, config.skip_corrupt)
+        df, skipped = read_corpus(
+            spark, source, config.skip_corrupt, (config.id_col, config.text_col)
+        )
         check_columns(df, config.id_col, config.text_col)
         inputs = input_files(spark, source.path)
         run_id = make_run_id(inputs, config)

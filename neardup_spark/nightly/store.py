@@ -71,6 +71,7 @@ from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import LocalStorage, Storage, basename, is_local, join, storage_for
 from neardup_spark.io.lease import Lease, is_lease_entry
 from neardup_spark.io.output import MANIFEST_FILE
+from neardup_spark.io.paths import for_hadoop
 from neardup_spark.kernels.shingles import SHINGLE_HASH_VERSION
 from neardup_spark.nightly.settings import index_settings, settings_differences
 from neardup_spark.pipeline.execution import BROADCAST_MAX_ROWS
@@ -227,6 +228,7 @@ class Index:
         Raises :class:`UserError` for a directory that is not an index, or an index written by
         an incompatible version of neardup.
         """
+        root = for_hadoop(root)  # Spark reads and writes under it: a name Hadoop reads as given
         storage = storage_for(spark, root)
         manifest = read_manifest(storage, root)
         pointer = storage.read_text(join(root, CURRENT_FILE))

@@ -30,7 +30,13 @@ from neardup_spark import __version__
 from neardup_spark.batch.boilerplate import BoilerplateSet, Examples
 from neardup_spark.columns import DOC_A, DOC_B, DOC_ID, KEEPER, TEXT, UNIT_DOCS, UNIT_KEY
 from neardup_spark.config import DedupeConfig, SessionSettings
-from neardup_spark.io.corpus import check_columns, check_ids, check_paths_apart, read_corpus
+from neardup_spark.io.corpus import (
+    check_columns,
+    check_ids,
+    check_paths_apart,
+    files_read,
+    read_corpus,
+)
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import OutputDir, OutputLayout
 from neardup_spark.pipeline.execution import grouped_input, run_alongside, start_python_workers
@@ -294,7 +300,9 @@ def boilerplate_locked(
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
     staged = out.staging(run_id)
     with timer.stage("read"):
-        df, skipped_files = read_corpus(spark, input_path, config.skip_corrupt)
+        df, skipped_files = read_corpus(
+            spark, input_path, config.skip_corrupt, (config.id_col, config.text_col)
+        )
         check_columns(df, config.id_col, config.text_col)
         check_boilerplate_columns(df, config)
     df, _ = grouped_input(df)
@@ -334,7 +342,7 @@ def boilerplate_locked(
         "run_id": run_id,
         "neardup_spark_version": __version__,
         "input": input_path,
-        "input_files": out.file_listing([f for f in df.inputFiles() if f not in skipped]),
+        "input_files": out.file_listing([f for f in files_read(df) if f not in skipped]),
         "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),
         "counts": section["counts"],
     }

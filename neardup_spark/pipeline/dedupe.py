@@ -19,6 +19,7 @@ from neardup_spark.io.corpus import (
     as_documents,
     check_columns,
     check_paths_apart,
+    files_read,
     preference_table,
     read_corpus,
 )
@@ -181,7 +182,9 @@ def run_locked(
     out.prepare(overwrite, clear_staging=False)
     workers_started = start_python_workers(spark)
     with timer.stage("read"):
-        df, skipped_files = read_corpus(spark, source, config.skip_corrupt)
+        df, skipped_files = read_corpus(
+            spark, source, config.skip_corrupt, (config.id_col, config.text_col)
+        )
         check_columns(df, config.id_col, config.text_col)
     with timer.stage("input_digest"):
         plan = plan_run(spark, out, source, config, resume)
@@ -241,7 +244,7 @@ def run_manifest(
         "run_id": report["run_id"],
         "neardup_spark_version": __version__,
         "input": report["input"],
-        "input_files": out.file_listing([f for f in df.inputFiles() if f not in skipped]),
+        "input_files": out.file_listing([f for f in files_read(df) if f not in skipped]),
         "skipped_files": report["skipped_files"],
         "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),
         "resumed_stages": report["resumed_stages"],
