@@ -50,3 +50,22 @@ def test_segment_contents_read_the_persisted_texts_and_broadcast_nothing(spark):
         assert {key for key, _ in got.values()} == {7}
     finally:
         texts.unpersist()
+
+
+def test_driver_clustering_results_stay_arrow_batches_not_local_relations(spark):
+    """The driver's clustering results (one row per member: 1M at a 1M build) come back as an
+    RDD of Arrow batches; a local relation held them as row objects, copied by every write."""
+    import pyarrow as pa
+
+    from neardup_spark.runtime.spark_compat import (
+        LOCAL_RELATION_THRESHOLD,
+        from_arrow,
+        from_arrow_batches,
+    )
+
+    table = pa.table({DOC_ID: pa.array([f"d{i}" for i in range(1000)]), "n": range(1000)})
+    assert "LocalTableScan" in executed_plan(from_arrow(spark, table))  # what it replaces
+    frame = from_arrow_batches(spark, table)
+    assert "LocalTableScan" not in executed_plan(frame)
+    assert sorted(frame.toArrow().column("n").to_pylist()) == list(range(1000))
+    assert spark.conf.get(LOCAL_RELATION_THRESHOLD, None) in (None, "48MB", str(48 * 2**20))
