@@ -44,6 +44,23 @@ def docs_delta(ctx: BatchContext, clustered: Clustered) -> DataFrame:
     )
 
 
+def segment_contents(fresh: DataFrame, texts: DataFrame) -> DataFrame:
+    """The rows of the segment's contents parts: ``exact_fp``, ``band_keys``, ``text``, from
+    the new contents (``fresh``: ``exact_fp``, ``band_keys``) and their persisted normalised
+    texts (``texts``: ``doc_id`` = the fingerprint, ``text``; derived from ``fresh``).
+
+    Bounded memory in a local driver, whatever the batch's size: the texts are the join's left
+    side, so the query reads them where they were persisted (on the right side of a join with
+    ``fresh``, which they derive from, Spark renames their plan's columns and no longer finds
+    it persisted: the batch was read and normalised again); and the band keys come by a
+    sort-merge join, never a broadcast (Spark took the checkpointed keys for small and
+    collected them into the driver: ~250 MB at 1M contents, more than a 2 GB local driver had
+    left)."""
+    keys = fresh.select(EXACT_FP, BAND_KEYS).hint("merge")
+    stored = texts.select(F.col(DOC_ID).alias(EXACT_FP), TEXT)
+    return stored.join(keys, EXACT_FP).select(EXACT_FP, BAND_KEYS, TEXT)
+
+
 def write_batch(
     ctx: BatchContext,
     fresh: DataFrame,
@@ -61,9 +78,7 @@ def write_batch(
 
     def contents() -> None:
         if n_fresh:
-            rows = fresh.select(EXACT_FP, BAND_KEYS).join(
-                texts.select(F.col(DOC_ID).alias(EXACT_FP), TEXT), EXACT_FP
-            )
+            rows = segment_contents(fresh, texts)
             count = parts_for(n_fresh, ctx.buckets)
             parts.extend(write_contents(rows, segment_dir, count, ctx.config.banding.bands))
 

@@ -41,7 +41,7 @@ from neardup_spark.nightly.stable_ids import (
 from neardup_spark.nightly.store import BATCH, FP_A, FP_B
 from neardup_spark.pipeline.components import connected_components
 from neardup_spark.pipeline.execution import local_checkpoint
-from neardup_spark.runtime.spark_compat import from_arrow, to_arrow
+from neardup_spark.runtime.spark_compat import from_arrow_batches, to_arrow
 from neardup_spark.stages.clusters import exact_pairs, minhash_pairs
 
 _ANCHOR, _ANCHOR_OLD = "anchor", "anchor_is_old"
@@ -73,18 +73,20 @@ def cluster_on_driver(
     spark: SparkSession, history: DataFrame, new_edges: DataFrame, stored: DataFrame | None
 ) -> Clustered:
     """:func:`~neardup_spark.nightly.stable_ids.cluster_members` on the driver: the members and
-    their edges are collected (one job each), the results come back as small DataFrames."""
+    their edges are collected (one job each), the results come back as DataFrames of their
+    Arrow batches (never local relations, which a 2 GB local driver could not hold at 1M
+    members: :func:`~neardup_spark.runtime.spark_compat.from_arrow_batches`)."""
     members = to_arrow(history)
     edges = [to_arrow(new_edges.select(FP_A, FP_B, JACCARD, ESTIMATE))]
     if stored is not None:
         fps = np.unique(members.filter(members.column(HAS_TEXT)).column(EXACT_FP).to_numpy())
-        wanted = from_arrow(spark, pa.table({EXACT_FP: pa.array(fps, pa.int64())}))
+        wanted = from_arrow_batches(spark, pa.table({EXACT_FP: pa.array(fps, pa.int64())}))
         edges.append(to_arrow(edges_within(stored, wanted, len(fps))))
     result = cluster_members(members, pa.concat_tables(edges, promote_options="permissive"))
     return Clustered(
-        from_arrow(spark, result.assigned),
-        from_arrow(spark, result.changed),
-        from_arrow(spark, result.pairs),
+        from_arrow_batches(spark, result.assigned),
+        from_arrow_batches(spark, result.changed),
+        from_arrow_batches(spark, result.pairs),
         result.stats,
         {"strategy": "driver", "rounds": 0},
     )

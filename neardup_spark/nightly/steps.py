@@ -48,6 +48,7 @@ from neardup_spark.pipeline.execution import (
     candidate_partitions,
     grouped_input,
     maybe_broadcast,
+    verify_partitions,
 )
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.pipeline.steps import BULK_STORAGE, document_table
@@ -271,8 +272,12 @@ def verify_candidates(
         if candidates.stored is not None:
             sides = sides.unionByName(fetch_texts(candidates.stored))
         broadcast = 2 * n_candidates <= BROADCAST_MAX_ROWS
+        # Partitions by text bytes, as in a full run: a fixed few held the sides of a
+        # 1M-document build in a 2 GB local driver (the local executor's heap) at ~330 MB each.
+        chars = ctx.counts.get("text_chars", 0) / max(ctx.n_new, 1)
+        parts = verify_partitions(ctx.spark, 2 * n_candidates, chars)
         scored = candidates.pairs.transform(
-            score_candidate_texts(sides, ctx.config, broadcast, normalized=True)
+            score_candidate_texts(sides, ctx.config, broadcast, normalized=True, partitions=parts)
         ).transform(verified(ctx.config.threshold))
         edges = keep(
             scored.select(F.col(DOC_A).alias(FP_A), F.col(DOC_B).alias(FP_B), JACCARD, ESTIMATE)

@@ -109,3 +109,24 @@ def from_arrow(spark: SparkSession, table: pa.Table) -> DataFrame:
         spark._jsparkSession,  # type: ignore[attr-defined]
     )
     return DataFrame(java_df, spark)
+
+
+# Arrow data up to this many bytes becomes a local relation: its rows as JVM objects in the
+# driver, copied again (as UnsafeRows, then as task slices) by every query that scans it.
+LOCAL_RELATION_THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
+
+
+def from_arrow_batches(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """:func:`from_arrow`, the table kept as its Arrow batches (an RDD, one partition each),
+    never a local relation, whatever its size: for tables sized by the batch. A 1M-row one under
+    the 48 MB threshold became ~1 GB of row objects, and each of the writes running together
+    copied it again: a 1M-document index build ran out of a 2 GB local driver."""
+    before = spark.conf.get(LOCAL_RELATION_THRESHOLD, None)
+    spark.conf.set(LOCAL_RELATION_THRESHOLD, "0")
+    try:
+        return from_arrow(spark, table)
+    finally:
+        if before is None:
+            spark.conf.unset(LOCAL_RELATION_THRESHOLD)
+        else:
+            spark.conf.set(LOCAL_RELATION_THRESHOLD, before)
