@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -32,6 +33,7 @@ GENERATED_NOTE = (
 CLI_PAGE = "cli.md"
 CONFIG_PAGE = "configuration.md"
 DEFAULT_CONF = Path("conf/default.yaml")
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def cell(text: Any) -> str:
@@ -64,6 +66,9 @@ def shown_default(action: argparse.Action) -> str:
         return ""
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
+    if isinstance(value, Path) and value.is_absolute():
+        # Defaults found next to the checkout (../shared/data) read the same on every machine.
+        return os.path.relpath(value, REPO_ROOT)
     return str(value)
 
 
