@@ -36,6 +36,7 @@ METHODS = ("minhash", "simhash", "exact")
 SIMHASH_FEATURES = ("words", "shingles")
 SIMHASH_HASHES = ("mmh3", "md5")
 SIMHASH_WEIGHTINGS = ("count", "binary")
+INDEX_CHECKS = ("full", "quick")
 REPRESENTATIVE_RULES = ("smallest_id", "longest_text")
 SORT_WAYS = ("asc", "desc")
 BOILERPLATE_MODES = ("template", "repeats")
@@ -158,6 +159,10 @@ class DedupeConfig:
     # candidates, verification, stable ids, the new segment) on the driver, after the full run's
     # per-document pass; larger batches run every step as Spark jobs. The answer is the same.
     nightly_driver_max_docs: int = 100_000
+    # What a night checks of the index's files before it reads them (nightly/integrity.py):
+    # "full" every byte against its recorded SHA-256; "quick" sizes, keys, docs and pairs, and
+    # each text it reads (for large indexes on object stores, where full reads cost).
+    index_check: str = "full"
     # Leave out input files whose Parquet footer cannot be read (listed in the report) instead
     # of failing with exit 2.
     skip_corrupt: bool = False
@@ -199,6 +204,7 @@ class DedupeConfig:
             ("simhash_features", SIMHASH_FEATURES),
             ("simhash_hash", SIMHASH_HASHES),
             ("simhash_weighting", SIMHASH_WEIGHTINGS),
+            ("index_check", INDEX_CHECKS),
         ):
             if getattr(self, name) not in allowed:
                 raise UserError(

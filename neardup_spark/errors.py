@@ -12,3 +12,26 @@ class UserError(Exception):
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USER_ERROR = 2
+
+
+class IndexDamaged(Exception):
+    """A file of the index is missing or not as it was written (exit 1: the job cannot go on;
+    the message names the file and the remedy, shown without a traceback)."""
+
+
+# How an IndexDamaged raised in a Spark task reads in the error the driver gets.
+INDEX_DAMAGED_MARK = "IndexDamaged: "
+
+
+def index_damage_in(exc: BaseException) -> str | None:
+    """The message of an :class:`IndexDamaged` that ``exc`` is, or carries in its text (raised
+    on an executor, it reaches the driver inside Spark's error), else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, IndexDamaged):
+            return str(seen)
+        text = str(seen)
+        if INDEX_DAMAGED_MARK in text:
+            return text.split(INDEX_DAMAGED_MARK, 1)[1].splitlines()[0].strip()
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -2,13 +2,14 @@
 module parses, configures logging, runs the command and maps errors to exit codes.
 
 Exit codes: 0 success, 2 user error (bad arguments, input or output location; no traceback),
-1 job failure.
+1 job failure (a damaged index: one line), 130 / 143 stopped by SIGINT / SIGTERM (one line).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -29,8 +30,9 @@ from neardup_spark.cli import (
     report,
 )
 from neardup_spark.cli.options import CliParser
-from neardup_spark.errors import EXIT_FAILURE, EXIT_USER_ERROR, UserError
+from neardup_spark.errors import EXIT_FAILURE, EXIT_USER_ERROR, UserError, index_damage_in
 from neardup_spark.runtime import console
+from neardup_spark.runtime.interrupts import Interrupted, handle_signals, received, stop_spark
 
 log = logging.getLogger("neardup_spark")
 
@@ -74,16 +76,37 @@ def build_parser() -> argparse.ArgumentParser:
 def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a command, mapping errors to exit codes."""
     try:
-        return func(args)
+        with handle_signals():
+            try:
+                return func(args)
+            except Exception:
+                if received() is not None:  # the job a signal cancelled failed first
+                    raise Interrupted(received() or signal.SIGINT) from None
+                raise
+    except (Interrupted, KeyboardInterrupt) as exc:
+        return stopped_by(exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_FAILURE
-    except Exception:
+    except Exception as exc:
+        damage = index_damage_in(exc)
+        if damage is not None:
+            print(f"error: {damage}", file=sys.stderr)
+            return EXIT_FAILURE
         log.exception("the job failed")
         return EXIT_FAILURE
+
+
+def stopped_by(signum: int) -> int:
+    """Say so in one line, stop Spark; the exit code of a process ended by ``signum``."""
+    print(
+        f"interrupted by {signal.Signals(signum).name}: stopped; the index and OUTPUT hold "
+        "nothing this run had not committed; run the same command again to resume",
+        file=sys.stderr,
+        flush=True,
+    )
+    stop_spark()
+    return 128 + signum
 
 
 def configure_logging(verbose: bool) -> None:

@@ -1,24 +1,32 @@
-"""``neardup index info|compact DIR``: inspect or compact the index of nightly runs."""
+"""``neardup index info|verify|compact DIR``: inspect, check or compact the index of nightly
+runs."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import sys
+from collections.abc import Callable
 from typing import Any
+
+from pyspark.sql import SparkSession
 
 from neardup_spark.cli.options import CliParser, add_lock_timeout_option, add_settings_options
 from neardup_spark.config import load_session_settings
-from neardup_spark.errors import EXIT_OK, UserError
+from neardup_spark.errors import EXIT_FAILURE, EXIT_OK, UserError
 from neardup_spark.io.filesystem import is_local
 from neardup_spark.nightly.compaction import compact_index
-from neardup_spark.nightly.store import index_info
+from neardup_spark.nightly.integrity import damage_message
+from neardup_spark.nightly.store import index_info, verify_index
 from neardup_spark.runtime.session import build_session
 
 
 def register(sub: Any) -> None:
     """``neardup index info|compact``."""
     parser = sub.add_parser(
-        "index", help="inspect (info) or compact the index of nightly runs (dedupe --index)"
+        "index",
+        help="inspect (info), check (verify) or compact the index of nightly runs (dedupe --index)",
     )
     commands = parser.add_subparsers(dest="index_command", required=True, parser_class=CliParser)
     info = commands.add_parser("info", help="version, settings, counts and batches of an index")
@@ -26,6 +34,16 @@ def register(sub: Any) -> None:
     info.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_settings_options(info)
     info.set_defaults(func=run_info)
+
+    verify = commands.add_parser(
+        "verify",
+        help="check every file of the index against the size and SHA-256 recorded when it was "
+        "written (exit 0: intact, 1: damaged, each damaged file listed)",
+    )
+    verify.add_argument("directory", help="the index directory (dedupe --index DIR)")
+    verify.add_argument("--json", action="store_true", help="print the findings as JSON")
+    add_settings_options(verify)
+    verify.set_defaults(func=run_verify)
 
     compact = commands.add_parser(
         "compact",
@@ -72,18 +90,56 @@ def index_info_lines(info: dict[str, Any]) -> list[str]:
     return lines
 
 
-def run_info(args: argparse.Namespace) -> int:
+def with_storage(args: argparse.Namespace, read: Callable[[SparkSession | None], Any]) -> Any:
+    """``read(spark)`` with no Spark session for a local index, else a session for its file
+    system (stopped after)."""
     if is_local(args.directory):
-        info = index_info(None, args.directory)
-    else:
-        spark = build_session(
-            load_session_settings(args.config, args.overrides, {"master": args.master})
-        )
-        try:
-            info = index_info(spark, args.directory)
-        finally:
-            spark.stop()
+        return read(None)
+    spark = build_session(
+        load_session_settings(args.config, args.overrides, {"master": args.master})
+    )
+    try:
+        return read(spark)
+    finally:
+        spark.stop()
+
+
+def run_info(args: argparse.Namespace) -> int:
+    info = with_storage(args, lambda spark: index_info(spark, args.directory))
     print(json.dumps(info, indent=2) if args.json else "\n".join(index_info_lines(info)))
+    return EXIT_OK
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    root = args.directory
+    found = with_storage(args, lambda spark: verify_index(spark, root))
+    problems = found.problems or []
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "index": root,
+                    "files_checked": found.files,
+                    "bytes_checked": found.bytes,
+                    "damaged": [dataclasses.asdict(p) for p in problems],
+                    "without_checksums": found.unrecorded or [],
+                },
+                indent=2,
+            )
+        )
+    else:
+        for problem in problems:
+            print(f"damaged  {problem.line()}")
+        for name in found.unrecorded or []:
+            print(
+                f"note     {name}: no checksums recorded (written before they were); its "
+                "texts were decoded and checked against their fingerprints only"
+            )
+        state = f"{len(problems)} damaged" if problems else "intact"
+        print(f"{state}: {found.files:,} files, {found.bytes:,} bytes checked in {root}")
+    if problems:
+        print(f"error: {damage_message(root, problems)}", file=sys.stderr)
+        return EXIT_FAILURE
     return EXIT_OK
 
 

@@ -52,6 +52,7 @@ from neardup_spark.ingest.schema import (
     TOO_LARGE,
 )
 from neardup_spark.io.filesystem import pyarrow_filesystem
+from neardup_spark.runtime.faults import batch_faults
 
 log = logging.getLogger(__name__)
 
@@ -388,6 +389,7 @@ def read_files(
     at most ``options.batch_rows`` rows (or about :data:`BATCH_TEXT_BYTES` of text)."""
     rows = _RowBuffer()
     for batch in batches:
+        batch_faults()
         for file_index, path in zip(
             batch.column("file_index").to_pylist(), batch.column("path").to_pylist(), strict=True
         ):

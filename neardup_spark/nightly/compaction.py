@@ -45,7 +45,7 @@ def _rewrite_segment(index: Index, segment: str, buckets: int) -> dict[str, Any]
     live_side = maybe_broadcast(live, n_live)
     bands = index.manifest["settings"]["bands"] if index.manifest else 0
     contents = (
-        read_contents(index.spark, index.content_parts(), bands)
+        read_contents(index.spark, index.content_parts(), bands, index.keys_checksums())
         .join(live_side, EXACT_FP, "left_semi")
         .dropDuplicates([EXACT_FP])
     )
@@ -107,6 +107,7 @@ def compact_locked(index: Index, buckets: int | None, keep_versions: int) -> dic
     index_dir = index.root
     if index.manifest is None:
         raise UserError(f"no index at {index_dir} (no {CURRENT_FILE} file)")
+    index.check_files()
     index.collect_garbage(keep_versions)
     n_buckets = buckets or index.buckets
     if n_buckets < 1:

@@ -19,13 +19,16 @@ full run uses, so the sets are bit for bit the full run's, and a compressed text
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from neardup_spark.errors import IndexDamaged
 from neardup_spark.io.filesystem import join, pyarrow_filesystem
+from neardup_spark.kernels.exact_fingerprint import exact_fingerprints
 
 TEXT_BATCH_ROWS = 8
 KEYS_SUFFIX = ".keys.arrow"
@@ -101,10 +104,21 @@ def write_part(
     return PartSummary(name, n, keys_bytes, texts_bytes)
 
 
-def read_keys(path: str) -> tuple[np.ndarray, np.ndarray]:
+def read_keys(path: str, sha256: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A part's keys file (``path`` ends in :data:`KEYS_SUFFIX`): ``(fps int64[n], band keys
-    int64[n, bands])``, zero-copy views of the memory-mapped file when local."""
-    table = pa.ipc.open_file(_open_input(path)).read_all().combine_chunks()
+    int64[n, bands])``, zero-copy views of the memory-mapped file when local. With ``sha256``
+    (recorded at commit), the file's bytes are checked against it first (the scan reads them
+    all anyway): :class:`IndexDamaged` if they differ or do not decode."""
+    try:
+        data = _open_input(path).read_buffer()
+    except OSError as exc:
+        raise IndexDamaged(f"{path}: cannot be read ({exc})") from exc
+    if sha256 is not None and hashlib.sha256(memoryview(data)).hexdigest() != sha256:
+        raise IndexDamaged(f"{path}: its bytes changed since it was written (SHA-256 differs)")
+    try:
+        table = pa.ipc.open_file(pa.BufferReader(data)).read_all().combine_chunks()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise IndexDamaged(f"{path}: not a readable keys file ({exc})") from exc
     fps = table.column(FP).chunk(0).to_numpy()
     keys = table.column(BAND_KEYS).chunk(0)
     width = keys.type.byte_width // 8
@@ -162,18 +176,31 @@ def probe_part(
     return ProbeHits(known, keys[keep], match_fps[keep], rows[keep])
 
 
+def check_texts(path: str, fps: pa.Array, texts: pa.Array) -> None:
+    """Raise :class:`IndexDamaged` unless each text's exact fingerprint is its ``fp`` (the
+    index is content-addressed, so a text read back is checked without any stored checksum)."""
+    computed, _ = exact_fingerprints(texts)
+    if not np.array_equal(computed.view(np.int64), fps.to_numpy(zero_copy_only=False)):
+        raise IndexDamaged(f"{path}: a text does not match its fingerprint (its bytes changed)")
+
+
 def read_texts(path: str, rows: np.ndarray) -> tuple[np.ndarray, pa.Array]:
     """The normalised texts at ``rows`` (sorted, distinct) of a part's texts file: ``(fps,
     texts)``. Reads only the record batches holding them."""
-    reader = pa.ipc.open_file(_open_input(path))
     fp_parts: list[pa.Array] = []
     text_parts: list[pa.Array] = []
     batches = rows // TEXT_BATCH_ROWS
-    for batch_index in np.unique(batches):
-        batch = reader.get_batch(int(batch_index))
-        within = pa.array(rows[batches == batch_index] - batch_index * TEXT_BATCH_ROWS)
-        fp_parts.append(batch.column(FP).take(within))
-        text_parts.append(batch.column(TEXT).take(within))
+    try:
+        reader = pa.ipc.open_file(_open_input(path))
+        for batch_index in np.unique(batches):
+            batch = reader.get_batch(int(batch_index))
+            within = pa.array(rows[batches == batch_index] - batch_index * TEXT_BATCH_ROWS)
+            fp_parts.append(batch.column(FP).take(within))
+            text_parts.append(batch.column(TEXT).take(within))
+    except (pa.ArrowException, OSError) as exc:
+        raise IndexDamaged(f"{path}: not a readable texts file ({exc})") from exc
+    for fps, texts in zip(fp_parts, text_parts, strict=True):
+        check_texts(path, fps, texts)
     if not fp_parts:
         return np.zeros(0, np.int64), pa.array([], pa.large_string())
     fps = pa.concat_arrays(fp_parts).to_numpy()

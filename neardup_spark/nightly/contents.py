@@ -99,11 +99,17 @@ def write_contents(
     return sorted((row.asDict() for row in written), key=lambda part: str(part["name"]))
 
 
-def _probe_fn(parts: list[str], batch_fps: np.ndarray, batch_keys: np.ndarray, top: int) -> Any:
+def _probe_fn(
+    parts: list[str],
+    checksums: dict[str, str],
+    batch_fps: np.ndarray,
+    batch_keys: np.ndarray,
+    top: int,
+) -> Any:
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for path in (parts[i] for i in batch.column(0).to_pylist()):
-                fps, keys = read_keys(path + KEYS_SUFFIX)
+                fps, keys = read_keys(path + KEYS_SUFFIX, checksums.get(path))
                 hits = probe_part(fps, keys, batch_fps, batch_keys, top)
                 n_known, n_match = len(hits.known), len(hits.keys)
                 yield pa.RecordBatch.from_arrays(
@@ -129,14 +135,16 @@ def probe_index(
     batch_fps: np.ndarray,
     batch_keys: np.ndarray,
     top: int,
+    checksums: dict[str, str] | None = None,
 ) -> DataFrame:
     """Scan every part (``parts``: paths without suffix) for the batch's fingerprints and band
     keys (sorted int64; shipped with the tasks): ``kind`` (``KNOWN``: ``exact_fp`` is a batch
     content the index holds; ``MATCH``: ``exact_fp`` has ``band_key``, one of the ``top``
     smallest fingerprints with that key in its part), ``band_key``, ``exact_fp``, ``part``,
-    ``row``."""
+    ``row``. ``checksums``: the recorded SHA-256 of each part's keys file, checked as it is
+    read."""
     tasks = max(1, min(len(parts), 2 * spark.sparkContext.defaultParallelism))
-    probe = _probe_fn(parts, batch_fps, batch_keys, top)
+    probe = _probe_fn(parts, checksums or {}, batch_fps, batch_keys, top)
     return part_numbers(spark, len(parts), tasks).mapInArrow(probe, PROBE_SCHEMA)
 
 
@@ -184,11 +192,11 @@ def part_paths(segment_dir: str, names: list[str]) -> list[str]:
     return [join(segment_dir, name) for name in names]
 
 
-def _read_parts_fn(parts: list[str], bands: int) -> Any:
+def _read_parts_fn(parts: list[str], checksums: dict[str, str], bands: int) -> Any:
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for path in (parts[i] for i in batch.column(0).to_pylist()):
-                fps, keys = read_keys(path + KEYS_SUFFIX)
+                fps, keys = read_keys(path + KEYS_SUFFIX, checksums.get(path))
                 _, texts = read_texts(path + TEXTS_SUFFIX, np.arange(len(fps)))
                 offsets = pa.array(np.arange(len(fps) + 1, dtype=np.int32) * bands)
                 yield pa.RecordBatch.from_arrays(
@@ -203,7 +211,9 @@ def _read_parts_fn(parts: list[str], bands: int) -> Any:
     return run
 
 
-def read_contents(spark: SparkSession, parts: list[str], bands: int) -> DataFrame:
+def read_contents(
+    spark: SparkSession, parts: list[str], bands: int, checksums: dict[str, str] | None = None
+) -> DataFrame:
     """Every content of ``parts``: ``exact_fp``, ``band_keys`` (list of ``bands`` longs),
     ``text`` (normalised). For compaction, which rewrites them whole."""
     schema = T.StructType(
@@ -213,5 +223,5 @@ def read_contents(spark: SparkSession, parts: list[str], bands: int) -> DataFram
             T.StructField(TEXT, T.StringType(), True),
         ]
     )
-    reader = _read_parts_fn(parts, bands)
+    reader = _read_parts_fn(parts, checksums or {}, bands)
     return part_numbers(spark, len(parts), max(1, len(parts))).mapInArrow(reader, schema)

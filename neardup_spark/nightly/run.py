@@ -160,6 +160,7 @@ def open_index(
         raise UserError(f"--index-buckets must be >= 1, got {buckets}")
     index = Index.open(spark, index_dir)
     index.check_settings(config)
+    index.check_files(full=config.index_check == "full")
     if index.exists and buckets is not None and buckets != index.buckets:
         log.warning(
             "the index at %s has %d buckets; --index-buckets %d applies to a new index only "

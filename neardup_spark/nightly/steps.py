@@ -196,7 +196,16 @@ def probe_index_keys(ctx: BatchContext, new: NewDocuments) -> Probe:
         return Probe(None, None)
     with ctx.timer.stage("probe") as counted:
         fps, keys = _sorted_arrays(new.contents)
-        hits = keep(probe_index(ctx.spark, parts, fps, keys, ctx.config.bucket_all_pairs_max))
+        hits = keep(
+            probe_index(
+                ctx.spark,
+                parts,
+                fps,
+                keys,
+                ctx.config.bucket_all_pairs_max,
+                ctx.index.keys_checksums(),
+            )
+        )
         known = keep(hits.where(F.col(KIND) == KNOWN).select(EXACT_FP).distinct())
         counted["rows"] = n_known = known.count()
         counted["parts"] = len(parts)

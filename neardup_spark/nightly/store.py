@@ -67,12 +67,20 @@ from neardup_spark.columns import (
     JACCARD,
 )
 from neardup_spark.config import DedupeConfig
-from neardup_spark.errors import UserError
+from neardup_spark.errors import IndexDamaged, UserError
 from neardup_spark.io.filesystem import LocalStorage, Storage, basename, is_local, join, storage_for
 from neardup_spark.io.lease import Lease, is_lease_entry
 from neardup_spark.io.output import MANIFEST_FILE
 from neardup_spark.io.paths import for_hadoop
 from neardup_spark.kernels.shingles import SHINGLE_HASH_VERSION
+from neardup_spark.nightly.content_files import KEYS_SUFFIX
+from neardup_spark.nightly.integrity import (
+    FILES,
+    Verification,
+    check_before_reading,
+    stamp_manifest,
+    verify_files,
+)
 from neardup_spark.nightly.settings import index_settings, settings_differences
 from neardup_spark.pipeline.execution import BROADCAST_MAX_ROWS
 
@@ -190,11 +198,17 @@ def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
         return None
     text = storage.read_text(join(root, name, MANIFEST_FILE))
     if text is None:
-        raise UserError(
-            f"index {root}: CURRENT names {name!r} but {name}/{MANIFEST_FILE} is missing; "
-            "the index is damaged (restore the directory or rebuild it)"
+        raise IndexDamaged(
+            f"index {root}: its commit log names {name!r} but {name}/{MANIFEST_FILE} is "
+            "missing; the index is damaged (restore the directory or rebuild it)"
         )
-    manifest: dict[str, Any] = json.loads(text)
+    try:
+        manifest: dict[str, Any] = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise IndexDamaged(
+            f"index {root}: {name}/{MANIFEST_FILE} is not valid JSON ({exc}); the index is "
+            "damaged (restore the file from a copy of the index, or rebuild it)"
+        ) from exc
     if manifest.get("format") != FORMAT:
         raise UserError(f"{root} is not a neardup index (format {manifest.get('format')!r})")
     if manifest.get("format_version") != FORMAT_VERSION:
@@ -323,6 +337,23 @@ class Index:
             for part in s.get("parts", [])
         ]
 
+    def keys_checksums(self) -> dict[str, str]:
+        """The recorded SHA-256 of each part's keys file, by part path (without suffix)."""
+        return {
+            self.segment_path(s["name"], part["name"]): digests[0][1]
+            for s in self.segments
+            for part in s.get("parts", [])
+            if (digests := [
+                v for rel, v in (s.get(FILES) or {}).items() if rel == part["name"] + KEYS_SUFFIX
+            ])
+        }  # fmt: skip
+
+    def check_files(self, full: bool = True) -> None:
+        """Raise :class:`IndexDamaged` if a file of the committed version is missing, resized,
+        or changed (every file when ``full``, else ``docs`` and ``pairs``): what a writer
+        checks before it reads the index."""
+        check_before_reading(self.root, self.manifest, full)
+
     @property
     def id_type(self) -> str:
         return str(self.manifest["id_type"]) if self.manifest else "string"
@@ -346,6 +377,7 @@ class Index:
         if self.lease is not None:
             self.lease.check()
         name, number = manifest["name"], int(manifest["version"])
+        stamp_manifest(self.root, manifest)
         self.storage.write_text(
             join(self.root, name, MANIFEST_FILE), json.dumps(manifest, indent=2) + "\n"
         )
@@ -477,10 +509,9 @@ def new_manifest(
     }
 
 
-def index_info(spark: SparkSession | None, index_dir: str) -> dict[str, Any]:
-    """A summary of the committed version, read from its manifest (no Spark job; ``spark`` is
-    needed only for a path outside the local file system): version, settings, counts,
-    segments, batches."""
+def committed_manifest(spark: SparkSession | None, index_dir: str) -> dict[str, Any]:
+    """The committed version's manifest (``spark`` is needed only for a path outside the local
+    file system); :class:`UserError` where there is no index."""
     if spark is None:
         if not is_local(index_dir):
             raise ValueError(f"{index_dir} is not a local path: pass a SparkSession")
@@ -490,6 +521,21 @@ def index_info(spark: SparkSession | None, index_dir: str) -> dict[str, Any]:
     m = read_manifest(storage, index_dir)
     if m is None:
         raise UserError(f"no index at {index_dir} (no {CURRENT_FILE} file)")
+    return m
+
+
+def verify_index(spark: SparkSession | None, index_dir: str) -> Verification:
+    """Every file of the committed version checked against its recorded size and SHA-256
+    (:func:`~neardup_spark.nightly.integrity.verify_files`)."""
+    root = for_hadoop(index_dir)
+    return verify_files(root, committed_manifest(spark, root))
+
+
+def index_info(spark: SparkSession | None, index_dir: str) -> dict[str, Any]:
+    """A summary of the committed version, read from its manifest (no Spark job; ``spark`` is
+    needed only for a path outside the local file system): version, settings, counts,
+    segments, batches."""
+    m = committed_manifest(spark, index_dir)
     return {
         "index": index_dir,
         "version": m["name"],

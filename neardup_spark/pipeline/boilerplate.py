@@ -41,7 +41,7 @@ from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import OutputDir, OutputLayout
 from neardup_spark.pipeline.execution import grouped_input, run_alongside, start_python_workers
 from neardup_spark.pipeline.reporting import StageTimer
-from neardup_spark.runtime.faults import fail_once_if_asked, pause_if_asked
+from neardup_spark.runtime.faults import batch_faults, pause_if_asked
 from neardup_spark.runtime.session import keep_column_types
 from neardup_spark.runtime.spark_compat import to_arrow
 from neardup_spark.stages.boilerplate import (
@@ -258,7 +258,7 @@ def boilerplate_step(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> 
     examples = df.sparkSession.sparkContext.accumulator({}, ExamplesParam())
     drops = df.transform(drop_lists(config, found.table)) if found.joined else None
     features_of = cleaned_document_features(
-        config, found.boilerplate_set(), drops, examples.add, fail_once_if_asked
+        config, found.boilerplate_set(), drops, examples.add, batch_faults
     )
     return DedupeCleaning(docs, features_of, found, examples, config, drops)
 

@@ -120,7 +120,7 @@ def dedupe(
             results,
             ranking,
         )
-    except BaseException:
+    except Exception:  # (an interrupt is not waited on: it stops the process)
         if pairs_written:  # a failed write cancelled the components: report the cause
             pairs_written()
         raise

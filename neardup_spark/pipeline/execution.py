@@ -104,7 +104,7 @@ def run_together(spark: SparkSession, actions: list[Callable[[], object]]) -> No
     waits = [run_alongside(spark, action) for action in actions[:-1]]
     try:
         actions[-1]()
-    except BaseException:
+    except Exception:  # (an interrupt is not waited on: it stops the process)
         for wait in waits:  # a background failure cancelled this one: report the cause
             wait()
         raise

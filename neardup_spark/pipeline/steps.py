@@ -38,7 +38,7 @@ from neardup_spark.pipeline.reporting import (
     simhash_section,
 )
 from neardup_spark.pipeline.resume import StageResults
-from neardup_spark.runtime.faults import fail_once_if_asked
+from neardup_spark.runtime.faults import batch_faults
 from neardup_spark.stages.candidates import banded_candidate_pairs
 from neardup_spark.stages.clusters import (
     cluster_table,
@@ -90,14 +90,14 @@ def document_table(
         documents = as_documents(df, config.id_col, config.text_col)
     docs = spread(documents, parts)
     if features_of is None:
-        features_of = document_features(config, with_sets=False, before_batch=fail_once_if_asked)
+        features_of = document_features(config, with_sets=False, before_batch=batch_faults)
     features = docs.transform(features_of)
     try:
         with timer.stage("sketch") as counted:
             metrics = input_count_columns(config.ngram, config.char_ngram)
             features, counts = results.keep("sketch", features, metrics, BULK_STORAGE)
             counted["rows"] = counts["input_rows"]
-    except BaseException:
+    except Exception:  # (an interrupt is not waited on: it stops the process)
         wait_for_id_check()  # a bad id, which cancelled the pass, is the error to report
         raise
     with timer.stage("check_ids"):

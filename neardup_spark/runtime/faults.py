@@ -27,6 +27,30 @@ def fail_once_if_asked() -> None:
     raise RuntimeError(f"injected task failure ({FAIL_ONCE_ENV}={marker})")
 
 
+# Test hook for signals while Spark works: when SLOW_BATCH_ENV names a file, each per-document
+# batch creates it (if absent) and then sleeps SLOW_BATCH_SECONDS, so a test can signal the run
+# while a Spark job and its Python workers are busy (tests/cli/test_signals.py).
+SLOW_BATCH_ENV = "NEARDUP_SLOW_BATCH_MARKER"
+SLOW_BATCH_SECONDS = 60
+
+
+def slow_down_if_asked() -> None:
+    """Write the :data:`SLOW_BATCH_ENV` marker and sleep; nothing when it is unset."""
+    marker = os.environ.get(SLOW_BATCH_ENV)
+    if not marker:
+        return
+    with open(marker, "a", encoding="utf-8") as handle:
+        handle.write(f"batch in pid {os.getpid()}\n")
+    time.sleep(SLOW_BATCH_SECONDS)
+
+
+def batch_faults() -> None:
+    """The hooks a per-document batch runs first: :func:`fail_once_if_asked`,
+    :func:`slow_down_if_asked`."""
+    fail_once_if_asked()
+    slow_down_if_asked()
+
+
 # Test hook for kills at a known point: when PAUSE_AT_ENV names a point a run reaches, the run
 # writes the file PAUSE_MARKER_ENV names and sleeps until the test deletes it (the run goes on)
 # or PAUSE_SECONDS pass, so a test can SIGKILL it exactly there, or hold it there

@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from neardup_spark.config import SessionSettings
 from neardup_spark.redaction import SPARK_REDACTION_REGEX
-from neardup_spark.runtime import console, jvm_archive
+from neardup_spark.runtime import console, interrupts, jvm_archive
 from neardup_spark.runtime.spark_compat import check_spark_version
 
 # Applied when this process starts the JVM itself in local mode; any of them can be overridden
@@ -126,6 +126,7 @@ def build_session(
     os.environ.update(jvm_env)  # read by the JVM launched now, not kept by this process
     try:
         spark = builder.getOrCreate()
+        interrupts.install()  # over PySpark's SIGINT handler (runtime/interrupts.py)
     finally:
         for name in jvm_env:
             os.environ.pop(name, None)

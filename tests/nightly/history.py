@@ -3,6 +3,7 @@ between two old clusters, exact copies, re-crawls), the run that gets killed, an
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -55,10 +56,17 @@ def partition(of: dict[str, str]) -> set[frozenset[str]]:
     return {frozenset(g) for g in groups.values()}
 
 
-def tree_state(root: Path) -> dict[str, int]:
-    """Every file under ``root`` with its size (what "unchanged" means for a directory)."""
+def tree_state(root: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file under ``root`` with its size, modification time and SHA-256 (what
+    "unchanged" means for a directory: a same-size rewrite is a change)."""
     return {
-        str(p.relative_to(root)): p.stat().st_size for p in sorted(root.rglob("*")) if p.is_file()
+        str(p.relative_to(root)): (
+            p.stat().st_size,
+            p.stat().st_mtime_ns,
+            hashlib.sha256(p.read_bytes()).hexdigest(),
+        )
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
     }
 
 
@@ -167,7 +175,7 @@ class KilledRun:
     def kill_midway(self) -> dict:
         """Let it run, kill it (its whole process group) mid-write; what it left behind."""
         before = {"index": tree_state(self.index), "out": tree_state(self.out)}
-        marker = None
+        marker, killed_while_paused = None, False
         try:
             self.go.touch()
             deadline = time.monotonic() + 300
@@ -175,7 +183,8 @@ class KilledRun:
             while not paused.exists() and time.monotonic() < deadline and self.proc.poll() is None:
                 time.sleep(0.05)
             marker = next((self.index / "segments").glob("s000003-*/docs"), None)
-            if paused.exists():
+            killed_while_paused = paused.exists() and self.proc.poll() is None
+            if killed_while_paused:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # Python, JVM and Python workers
         finally:
             self.stop()
@@ -183,6 +192,7 @@ class KilledRun:
         return {
             "marker": marker.relative_to(self.index).as_posix(),
             "returncode": self.proc.returncode,
+            "killed_while_paused": killed_while_paused,
             "before": before,
             "after": {"index": tree_state(self.index), "out": tree_state(self.out)},
         }

@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from neardup_spark.kernels.exact_fingerprint import exact_fingerprints
 from neardup_spark.nightly import content_files
 from neardup_spark.nightly.content_files import (
     KEYS_SUFFIX,
@@ -24,10 +25,13 @@ from neardup_spark.nightly.content_files import (
 def part(tmp_path):
     rng = np.random.default_rng(7)
     n, bands = 100, 5
-    fps = np.sort(rng.choice(2**62, n, replace=False).astype(np.int64) - 2**61)
+    pages = pa.array([f"text number {i} of a longer page " * (i % 7 + 40) for i in range(n)])
+    # The index is content-addressed: a text's fingerprint is its SHA-256-64, parts sorted by it.
+    unsorted = exact_fingerprints(pages).fingerprints.view(np.int64)
+    order = np.argsort(unsorted)
+    fps, texts = unsorted[order], pages.take(pa.array(order))
     keys = rng.integers(-(2**63), 2**63 - 1, (n, bands), dtype=np.int64)
     keys[10, 2] = keys[20, 2] = keys[30, 4] = 12345  # one key three contents share
-    texts = pa.array([f"text number {i} of a longer page " * (i % 7 + 40) for i in range(n)])
     summary = write_part(str(tmp_path), fps, keys, texts)
     return tmp_path / summary.name, fps, keys, texts, summary
 

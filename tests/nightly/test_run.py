@@ -254,6 +254,7 @@ def test_killed_run_leaves_the_index_and_outputs_intact(spark, history):
     version (see :class:`KilledRun`); the history's day 3 is the run that came after it."""
     crash, root = history["crash"], history["root"]
     assert crash is not None and crash["returncode"] == -signal.SIGKILL
+    assert crash["killed_while_paused"]  # killed at its pause point, not by the deadline
     before, after_kill = crash["before"], crash["after"]
     # It had started writing (a new segment), but the committed version, every file of the
     # index it refers to, and the previous output are untouched and readable.
