@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import read_corpus
+from neardup_spark.kernels.boilerplate import unit_features
 from neardup_spark.pipeline import dedupe, run
 from neardup_spark.pipeline.boilerplate import run_boilerplate, strip_boilerplate
 from neardup_spark.pipeline.reporting import StageTimer
@@ -220,6 +221,31 @@ def test_cleaning_never_adds_text_and_keeps_every_row(spark, texts, mode):
         if before is not None:
             rest = iter(before)
             assert len(after) <= len(before) and all(c in rest for c in after)
+    # Brute force over the units (line, normalised hash, words >= min_words = 1).
+    ids = [i for i, _ in rows]
+    worded = worded_units([t for _, t in rows])
+    left = worded_units([out[i]["text"] for i in ids])
+    seen_in: dict[int, set[str]] = {}
+    for doc_id, units in zip(ids, worded, strict=True):
+        for unit in units:
+            seen_in.setdefault(unit, set()).add(doc_id)
+    if mode == "template":  # in >= min_docs (2) documents: gone everywhere; the rest all kept
+        for doc_id, before, after in zip(ids, worded, left, strict=True):
+            expected = [u for u in before if len(seen_in[u]) < 2]
+            assert after == expected or (not expected and not after), doc_id
+    else:  # repeats: each unit left exactly once over the corpus
+        everywhere = [u for units in left for u in units]
+        assert sorted(everywhere) == sorted(seen_in)
+
+
+def worded_units(texts: list[str | None]) -> list[list[int]]:
+    """Per text, the normalised hashes of its line units that hold a word, in order."""
+    features = unit_features(pa.array(texts, pa.string()), "line")
+    starts = features.units.doc_offsets.tolist()
+    return [
+        [int(features.hashes[i]) for i in range(starts[d], starts[d + 1]) if features.tokens[i] > 0]
+        for d in range(len(texts))
+    ]
 
 
 def test_strip_by_join_equals_strip_by_broadcast(spark, hand_made):
