@@ -9,8 +9,9 @@ main thread, a ``BaseException``, so no ``except Exception`` of the job takes it
 Never inside a py4j call, though: an exception raised there would leave the main thread's
 connection with an answer still to come, and every later call (the command's own ``finally``
 blocks) would read the wrong one. When the signal finds the main thread in a call to the JVM,
-the cancelled job makes that call return (with Spark's "job cancelled" error) and a watcher
-delivers the interrupt as soon as the main thread is out of py4j. The command's ``finally``
+the cancelled job makes that call return (with Spark's "job cancelled" error, which the command
+line reports as the interruption), and a watcher delivers the interrupt if the main thread is
+still going :data:`DELIVERY_GRACE_SECONDS` after it left py4j. The command's ``finally``
 blocks release its locks; nothing is committed that was not committed before the signal, and a
 rerun resumes from the stages kept under ``OUTPUT/_staging/``. If the process is still there
 :data:`STOP_SECONDS` after the signal, or at a second signal, the JVM is killed and the process
@@ -36,6 +37,10 @@ log = logging.getLogger(__name__)
 STOP_SECONDS = 8.0
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _POLL_SECONDS = 0.02
+# Usually the cancelled job's error ends the command within milliseconds of its call's return,
+# through the command's own clean-up (locks released), which an interrupt raised there would
+# cut short; only a command still running after this long out of py4j is interrupted.
+DELIVERY_GRACE_SECONDS = 1.0
 
 
 class Interrupted(BaseException):
@@ -71,11 +76,16 @@ def _in_py4j(frame: FrameType | None) -> bool:
 
 def _deliver_when_out_of_py4j(signum: int) -> None:
     main = threading.main_thread().ident
+    out_since: float | None = None
     while not _State.delivered:
         frame = sys._current_frames().get(main) if main is not None else None
         if frame is None:
             return
-        if not _in_py4j(frame):
+        if _in_py4j(frame):
+            out_since = None
+        elif out_since is None:
+            out_since = time.monotonic()
+        elif time.monotonic() - out_since >= DELIVERY_GRACE_SECONDS:
             _thread.interrupt_main(signal.Signals(signum))  # the handler again, in main
             return
         time.sleep(_POLL_SECONDS)

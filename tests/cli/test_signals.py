@@ -105,6 +105,7 @@ def test_sigterm_while_tasks_run_then_a_rerun_finishes(tmp_path):
     result = signal_run(
         ("dedupe", str(data), str(out), *LOCAL), signal.SIGTERM, tmp_path, wait_for="task"
     )
+    print(f"stopped in {result[1]:.1f} s")
     assert_clean_stop(*result, signal.SIGTERM)
     assert not (out / "_SUCCESS").exists()
     assert not (out / "_lock").exists()  # released: the rerun need not wait
