@@ -113,7 +113,7 @@ def run_info(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     root = args.directory
     found = with_storage(args, lambda spark: verify_index(spark, root))
-    problems = found.problems or []
+    problems = found.problems
     if args.json:
         print(
             json.dumps(
@@ -122,7 +122,7 @@ def run_verify(args: argparse.Namespace) -> int:
                     "files_checked": found.files,
                     "bytes_checked": found.bytes,
                     "damaged": [dataclasses.asdict(p) for p in problems],
-                    "without_checksums": found.unrecorded or [],
+                    "without_checksums": found.unrecorded,
                 },
                 indent=2,
             )
@@ -130,7 +130,7 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         for problem in problems:
             print(f"damaged  {problem.line()}")
-        for name in found.unrecorded or []:
+        for name in found.unrecorded:
             print(
                 f"note     {name}: no checksums recorded (written before they were); its "
                 "texts were decoded and checked against their fingerprints only"

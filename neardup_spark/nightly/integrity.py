@@ -29,7 +29,7 @@ import hashlib
 import logging
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -209,8 +209,8 @@ class Verification:
 
     files: int = 0
     bytes: int = 0
-    problems: list[Problem] | None = None
-    unrecorded: list[str] | None = None
+    problems: list[Problem] = field(default_factory=list)
+    unrecorded: list[str] = field(default_factory=list)
 
 
 def verify_files(root: str, manifest: dict[str, Any]) -> Verification:

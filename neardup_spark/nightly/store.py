@@ -232,6 +232,8 @@ class Index:
     manifest: dict[str, Any] | None
     # The writer's lease on the index, checked right before a commit (None: not held).
     lease: Lease | None = None
+    # Every file's bytes checked against the manifest (check_files(full=True)) since opening.
+    checked_in_full: bool = False
 
     # ---- opening
 
@@ -338,21 +340,25 @@ class Index:
         ]
 
     def keys_checksums(self) -> dict[str, str]:
-        """The recorded SHA-256 of each part's keys file, by part path (without suffix)."""
-        return {
-            self.segment_path(s["name"], part["name"]): digests[0][1]
-            for s in self.segments
-            for part in s.get("parts", [])
-            if (digests := [
-                v for rel, v in (s.get(FILES) or {}).items() if rel == part["name"] + KEYS_SUFFIX
-            ])
-        }  # fmt: skip
+        """The recorded SHA-256 of each part's keys file, by part path (without suffix), for the
+        keys scan to check; none once :meth:`check_files` hashed every file already."""
+        if self.checked_in_full:
+            return {}
+        checksums: dict[str, str] = {}
+        for s in self.segments:
+            files = s.get(FILES) or {}
+            for part in s.get("parts", []):
+                recorded = files.get(part["name"] + KEYS_SUFFIX)
+                if recorded:
+                    checksums[self.segment_path(s["name"], part["name"])] = recorded[1]
+        return checksums
 
     def check_files(self, full: bool = True) -> None:
         """Raise :class:`IndexDamaged` if a file of the committed version is missing, resized,
         or changed (every file when ``full``, else ``docs`` and ``pairs``): what a writer
         checks before it reads the index."""
         check_before_reading(self.root, self.manifest, full)
+        self.checked_in_full = full
 
     @property
     def id_type(self) -> str:
