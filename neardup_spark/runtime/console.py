@@ -8,7 +8,9 @@ When this process starts the JVM (local mode, no spark-submit), a quiet session 
 * the JVM's stderr through a filter (:func:`filter_jvm_stderr`) that drops the few lines no
   log4j setting reaches (the JVM's own ``Using incubator modules`` warning, Spark's
   ``Setting default log level`` hints). Everything else the JVM and its Python workers write
-  passes through.
+  passes through, until :func:`mute_jvm` (a signal is stopping the run: what a JVM says while
+  it is torn down under running jobs, a ``RejectedExecutionException`` from a closing thread
+  pool say, is not for the user, whose one line the command prints itself).
 
 Under spark-submit the JVM is already running with the submitter's settings; nothing changes.
 """
@@ -42,6 +44,14 @@ class ConsoleSettings:
 
 SETTINGS = ConsoleSettings()
 
+# Set by mute_jvm: the filter then drops every line of the JVM and its workers.
+_MUTED = threading.Event()
+
+
+def mute_jvm() -> None:
+    """From now on, drop everything the JVM (and its Python workers) writes to stderr."""
+    _MUTED.set()
+
 
 def configure(verbose: bool) -> None:
     SETTINGS.verbose = verbose
@@ -61,12 +71,14 @@ def _copy_lines(source: int, target: int) -> None:
             pending += chunk
             *lines, pending = pending.split(b"\n")
             kept = b"".join(
-                line + b"\n" for line in lines if not NOISE.match(line.decode("utf-8", "replace"))
+                line + b"\n"
+                for line in lines
+                if not _MUTED.is_set() and not NOISE.match(line.decode("utf-8", "replace"))
             )
             if kept:
                 with contextlib.suppress(OSError):  # stderr gone (closed terminal): keep draining
                     os.write(target, kept)
-        if pending:
+        if pending and not _MUTED.is_set():
             with contextlib.suppress(OSError):
                 os.write(target, pending)
 

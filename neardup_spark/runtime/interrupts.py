@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from neardup_spark.runtime import console
+
 log = logging.getLogger(__name__)
 
 STOP_SECONDS = 8.0
@@ -139,6 +141,7 @@ def handle_signals() -> Iterator[None]:
 
 def _quiet() -> None:
     # What the JVM and py4j say while they are stopped under running jobs is not for the user.
+    console.mute_jvm()
     for name in ("py4j", "py4j.clientserver", "py4j.java_gateway", "pyspark"):
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
