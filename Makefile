@@ -8,7 +8,7 @@ DEMO_DIR ?= data/demo
 DEMO_OUT ?= out/demo
 DEMO_DOCS ?= 5000
 # make setup: the package with every extra, at the versions of constraints.txt
-EXTRAS := ingest,report,bench,dev
+EXTRAS := spark,ingest,report,bench,dev
 # make test-compat: the newest Spark of each supported line, each in its own venv, on the oldest
 # and the newest Python the project supports (falling back to $(PYTHON) when one is missing; a
 # pyenv shim of a version not selected prints nothing and is passed over)

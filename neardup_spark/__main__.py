@@ -2,6 +2,6 @@
 
 import sys
 
-from neardup_spark.cli.app import main
+from neardup_spark.cli import main
 
 sys.exit(main())

@@ -30,7 +30,7 @@ from neardup_spark.kernels.boilerplate import UNITS as BOILERPLATE_UNITS
 from neardup_spark.kernels.lsh import choose_bands
 from neardup_spark.kernels.normalize import NormalizeOptions
 from neardup_spark.kernels.shingles import SHINGLE_UNITS
-from neardup_spark.redaction import redact_override, redact_settings
+from neardup_spark.redaction import redact_override, redact_remote, redact_settings
 
 METHODS = ("minhash", "simhash", "exact")
 SIMHASH_FEATURES = ("words", "shingles")
@@ -284,6 +284,8 @@ class SessionSettings:
 
     # Spark master; None: spark-submit's, or local[*].
     master: str | None = None
+    # Spark Connect server (sc://HOST:PORT); None: spark.remote of `spark:`, else SPARK_REMOTE.
+    remote: str | None = None
     # Extra Spark settings, e.g. {"spark.driver.memory": "4g"}.
     spark: dict[str, str] = field(default_factory=dict)
     # Documents per Arrow batch in the Python stages (spark.sql.execution.arrow.maxRecordsPerBatch).
@@ -305,6 +307,7 @@ class SessionSettings:
         values redacted (:func:`~neardup_spark.redaction.redact_settings`)."""
         data = dataclasses.asdict(self)
         data["spark"] = redact_settings(data["spark"])
+        data["remote"] = redact_remote(data["remote"])
         return data
 
 

@@ -60,3 +60,20 @@ def redact_override(text: str) -> str:
     """
     name, sep, value = text.partition("=")
     return f"{name}{sep}{REDACTED}" if sep and is_secret(name, value) else text
+
+
+_URL_PARAMETER = re.compile(r";([^;=]+)=([^;]*)")
+
+
+def redact_remote(url: str | None) -> str | None:
+    """A Spark Connect URL (``sc://host:443/;token=...;user_id=...``) with the values of its
+    secret parameters redacted.
+
+    >>> redact_remote("sc://h:443/;token=dapi123;x-databricks-cluster-id=c1")
+    'sc://h:443/;token=*****(redacted);x-databricks-cluster-id=c1'
+    """
+    if url is None:
+        return None
+    return _URL_PARAMETER.sub(
+        lambda m: f";{m.group(1)}={REDACTED if is_secret(m.group(1)) else m.group(2)}", url
+    )

@@ -53,6 +53,12 @@ EXAMPLE_CHARS = 300
 # What the cleaning adds to each row, in order: the output contract's two columns, then the
 # helpers the run's counts are taken from.
 COUNT_COLUMNS = (BOILERPLATE_UNITS, BOILERPLATE_CHARS, UNITS_WITH_WORDS, EMPTIED, CHARS)
+# The texts of removed units among the set's example keys, per batch (on its first row; null
+# on the others): map<int64, struct<text, group>>, the smallest per key (see _examples).
+EXAMPLES = "__neardup_examples"
+EXAMPLE_TYPE = pa.map_(
+    pa.int64(), pa.struct([pa.field("text", pa.string()), pa.field("group", pa.string())])
+)
 
 # key -> (the unit's text, its group or None): the report's example of a top unit.
 Examples = dict[int, tuple[str, str | None]]
@@ -232,12 +238,19 @@ def _examples(
     }
 
 
+def examples_column(examples: Examples, rows: int) -> pa.Array:
+    """:data:`EXAMPLES` for a batch of ``rows`` rows: ``examples`` on the first, null after."""
+    first = [(key, {"text": text, "group": group}) for key, (text, group) in examples.items()]
+    values = [first if first else None] + [None] * (rows - 1) if rows else []
+    return pa.array(values, type=EXAMPLE_TYPE)
+
+
 def strip_columns_fn(
     config: DedupeConfig,
     text_col: str,
     id_col: str,
     boilerplate: Callable[[], BoilerplateSet],
-    on_examples: Callable[[Examples], object] | None = None,
+    with_examples: bool = False,
     keep_emptied: bool = False,
 ) -> BatchFn:
     """One batch of input rows (any columns, with ``text_col`` and ``id_col``; optionally
@@ -248,9 +261,9 @@ def strip_columns_fn(
     (units with words before), ``__neardup_emptied`` and ``__neardup_chars`` (characters
     before): :data:`COUNT_COLUMNS`.
 
-    ``boilerplate`` returns the broadcast set on the executor (read once per worker);
-    ``on_examples`` receives, per batch, the text of removed units among its ``example_keys``;
-    ``keep_emptied`` gives a text that was all boilerplate back whole (still counted emptied).
+    ``boilerplate`` returns the set on the executor; ``with_examples`` adds :data:`EXAMPLES`
+    last (the text of removed units among the set's ``example_keys``); ``keep_emptied`` gives a
+    text that was all boilerplate back whole (still counted emptied).
     """
     repeats = config.boilerplate.mode == "repeats"
     helpers = {GROUP, DROP_KEYS, *COUNT_COLUMNS}
@@ -260,10 +273,6 @@ def strip_columns_fn(
         units = _batch_units(batch, text_col, config)
         remove = _removed(units, batch, id_col, repeats, found)
         stripped = remove_units(units.features, remove)
-        if on_examples is not None and found.example_keys.size:
-            examples = _examples(units, remove, batch, found.example_keys)
-            if examples:
-                on_examples(examples)
         original = batch.column(text_col)
         text = stripped.texts
         if keep_emptied and stripped.emptied.any():
@@ -286,6 +295,10 @@ def strip_columns_fn(
             chars,
         ]
         names += [*COUNT_COLUMNS]
+        if with_examples:
+            examples = _examples(units, remove, batch, found.example_keys)
+            columns.append(examples_column(examples, batch.num_rows))
+            names.append(EXAMPLES)
         return pa.RecordBatch.from_arrays(columns, names=names)
 
     return run
@@ -294,15 +307,17 @@ def strip_columns_fn(
 def cleaned_features_fn(
     config: DedupeConfig,
     boilerplate: Callable[[], BoilerplateSet],
-    on_examples: Callable[[Examples], object] | None = None,
+    with_examples: bool = False,
     before_batch: Callable[[], None] | None = None,
 ) -> BatchFn:
     """``dedupe --strip-boilerplate``'s per-document pass in one function: one batch of
     ``doc_id``, ``text``, optionally ``__neardup_group`` / ``__neardup_drop_keys`` -> the
     columns of :func:`~neardup_spark.batch.documents.documents_columns_fn` (without the shingle
-    sets) computed on the cleaned texts, then :data:`COUNT_COLUMNS`. A text that was all
-    boilerplate is fingerprinted whole. ``before_batch`` runs first (the fault hook)."""
-    strip = strip_columns_fn(config, TEXT, DOC_ID, boilerplate, on_examples, keep_emptied=True)
+    sets) computed on the cleaned texts, then :data:`COUNT_COLUMNS` (and :data:`EXAMPLES` with
+    ``with_examples``). A text that was all boilerplate is fingerprinted whole.
+    ``before_batch`` runs first (the fault hook)."""
+    strip = strip_columns_fn(config, TEXT, DOC_ID, boilerplate, with_examples, keep_emptied=True)
+    carried = [*COUNT_COLUMNS, *((EXAMPLES,) if with_examples else ())]
     features = documents_columns_fn(config, with_sets=False)
 
     def run(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -314,8 +329,8 @@ def cleaned_features_fn(
         )
         out = features(docs)
         return pa.RecordBatch.from_arrays(
-            [*out.columns, *(cleaned.column(n) for n in COUNT_COLUMNS)],
-            names=[*out.schema.names, *COUNT_COLUMNS],
+            [*out.columns, *(cleaned.column(n) for n in carried)],
+            names=[*out.schema.names, *carried],
         )
 
     return run

@@ -16,8 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pyspark import SparkContext
-
 from neardup_spark.bench.processes import neardup_command
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.pipeline.dedupe import run
@@ -63,6 +61,8 @@ def dump(target: str) -> None:
         spark = build_session(settings, app_name="neardup-jvm-archive")
         run(spark, str(Path(work, "sample", "corpus")), str(Path(work, "out")), DedupeConfig())
         spark.stop()
+    from pyspark import SparkContext  # classic Spark only: this builds a local JVM's archive
+
     gateway = SparkContext._gateway
     proc = getattr(gateway, "proc", None)
     if gateway is not None:

@@ -78,7 +78,7 @@ def register(sub: Any) -> None:
 
 def job_settings(args: argparse.Namespace) -> JobSettings:
     """``--config``, ``--set``, then this command's options, layered as for dedupe."""
-    options = {name: getattr(args, name) for name in ("id_col", "text_col", "master")}
+    options = {name: getattr(args, name) for name in ("id_col", "text_col", "master", "remote")}
     options["lock_timeout"] = args.lock_timeout
     options["skip_corrupt"] = args.skip_corrupt
     nested = {name: getattr(args, name) for name in BOILERPLATE_OPTIONS}

@@ -10,12 +10,13 @@ from typing import Any
 
 from neardup_spark.cli.options import (
     METHOD_OPTIONS,
+    add_master_options,
     add_method_options,
     add_output_options,
     add_settings_options,
     settings_from_args,
 )
-from neardup_spark.cli.progress import StageProgress
+from neardup_spark.cli.progress import StageProgress, progress_of
 from neardup_spark.config import REPRESENTATIVE_RULES, JobSettings
 from neardup_spark.errors import EXIT_OK, UserError
 from neardup_spark.extras import install_hint, missing_modules
@@ -66,7 +67,7 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         '"quality desc" or "fetch_date asc, source_rank desc" (nulls last, ties to the smallest '
         "id); clusters/ and deduplicated/ follow it. Not with --index",
     )
-    parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
+    add_master_options(parser)
     add_output_options(parser)
     parser.add_argument(
         "--skip-corrupt",
@@ -122,6 +123,7 @@ def job_settings(args: argparse.Namespace) -> JobSettings:
         "representative",
         "prefer",
         "master",
+        "remote",
         "skip_corrupt",
         "strip_boilerplate",
         "lock_timeout",
@@ -191,7 +193,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
     spark = build_session(job.session)
     spark_start = time.perf_counter() - started
     try:
-        with StageProgress(spark.sparkContext.statusTracker()):
+        with StageProgress(progress_of(spark)):
             report = run(
                 spark,
                 source,
@@ -267,7 +269,7 @@ def run_nightly(args: argparse.Namespace, job: JobSettings, source: CorpusSource
     spark = build_session(job.session)
     spark_start = time.perf_counter() - started
     try:
-        with StageProgress(spark.sparkContext.statusTracker()):
+        with StageProgress(progress_of(spark)):
             report = run_incremental(
                 spark,
                 source,

@@ -96,7 +96,9 @@ def with_storage(args: argparse.Namespace, read: Callable[[SparkSession | None],
     if is_local(args.directory):
         return read(None)
     spark = build_session(
-        load_session_settings(args.config, args.overrides, {"master": args.master})
+        load_session_settings(
+            args.config, args.overrides, {"master": args.master, "remote": args.remote}
+        )
     )
     try:
         return read(spark)
@@ -147,7 +149,9 @@ def run_compact(args: argparse.Namespace) -> int:
     if args.buckets is not None and args.buckets < 1:
         raise UserError(f"--buckets must be >= 1, got {args.buckets}")
     session = load_session_settings(
-        args.config, args.overrides, {"master": args.master, "lock_timeout": args.lock_timeout}
+        args.config,
+        args.overrides,
+        {"master": args.master, "remote": args.remote, "lock_timeout": args.lock_timeout},
     )
     spark = build_session(session)
     try:

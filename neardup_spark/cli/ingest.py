@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from neardup_spark.cli.options import add_output_options, add_ui_option
+from neardup_spark.cli.options import add_master_options, add_output_options, add_ui_option
 from neardup_spark.config import load_session_settings
 from neardup_spark.errors import EXIT_OK
 from neardup_spark.extras import require_extra
@@ -85,7 +85,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         help="e.g. --set spark.executor.memory=4g (repeatable)",
     )
     add_ui_option(parser)
-    parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
+    add_master_options(parser)
     add_output_options(parser, "ingest")
 
 
@@ -115,7 +115,9 @@ def run_ingest(args: argparse.Namespace) -> int:
     from neardup_spark.ingest.job import ingest, list_inputs
 
     session = load_session_settings(
-        args.config, args.overrides, {"master": args.master, "lock_timeout": args.lock_timeout}
+        args.config,
+        args.overrides,
+        {"master": args.master, "remote": args.remote, "lock_timeout": args.lock_timeout},
     )
     # Bad options and missing inputs fail before Spark starts.
     IngestOptions(

@@ -18,7 +18,8 @@ class CliParser(argparse.ArgumentParser):
 
 
 def add_settings_options(parser: argparse.ArgumentParser, master: bool = True) -> None:
-    """``--config FILE``, ``--set KEY=VALUE`` (both repeatable), ``--ui`` and ``--master``."""
+    """``--config FILE``, ``--set KEY=VALUE`` (both repeatable), ``--ui``, ``--master`` and
+    ``--remote``."""
     parser.add_argument(
         "--config",
         action="append",
@@ -37,9 +38,18 @@ def add_settings_options(parser: argparse.ArgumentParser, master: bool = True) -
     )
     add_ui_option(parser)
     if master:
-        parser.add_argument(
-            "--master", help="Spark master URL (default local[*]; spark-submit's wins)"
-        )
+        add_master_options(parser)
+
+
+def add_master_options(parser: argparse.ArgumentParser) -> None:
+    """``--master URL`` and ``--remote URL`` (Spark Connect): where the job runs."""
+    parser.add_argument("--master", help="Spark master URL (default local[*]; spark-submit's wins)")
+    parser.add_argument(
+        "--remote",
+        metavar="URL",
+        help="run over Spark Connect on this server, sc://HOST:PORT (default: $SPARK_REMOTE; "
+        "not with --master; docs/connect.md)",
+    )
 
 
 def add_output_options(parser: argparse.ArgumentParser, kind: str = "run") -> None:

@@ -1,4 +1,6 @@
-"""Progress of a run on the console, from Spark's status tracker and the stage running now.
+"""Progress of a run on the console, from what Spark says of its stages (the status tracker of
+a classic session, the progress handler of a Spark Connect one: :meth:`~neardup_spark.runtime.
+engine.Engine.progress_source`) and the stage running now.
 
 On a terminal: one live line per stage, redrawn twice a second (tasks done/total of the Spark
 stages the stage has run so far, documents per second once the run has counted its documents,
@@ -19,9 +21,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import IO, Any
 
-from pyspark import StatusTracker
+from pyspark.sql import SparkSession
 
 from neardup_spark.pipeline.reporting import RunningStage, running_stage
+from neardup_spark.runtime.engine import ProgressSource, engine_of
 
 log = logging.getLogger("neardup_spark.progress")
 
@@ -71,11 +74,11 @@ def log_fields(snap: Snapshot) -> str:
 
 
 class StageProgress:
-    """``with StageProgress(spark.sparkContext.statusTracker()): run(...)`` shows the run's
-    progress on ``stream`` (default stderr)."""
+    """``with StageProgress(source): run(...)`` shows the run's progress on ``stream`` (default
+    stderr); ``source``: :func:`progress_of` a session."""
 
-    def __init__(self, tracker: StatusTracker, stream: IO[str] | None = None) -> None:
-        self._tracker = tracker
+    def __init__(self, source: ProgressSource, stream: IO[str] | None = None) -> None:
+        self._tracker = source
         self._stream = stream or sys.stderr
         self.live = self._stream.isatty()
         self._interval = LIVE_INTERVAL if self.live else LOG_INTERVAL
@@ -125,19 +128,20 @@ class StageProgress:
         now = time.perf_counter()
         if stage is not self._stage:
             self._stage, self._spark_stages = stage, set()
-        active = set(self._tracker.getActiveStageIds())
+        active = set(self._tracker.active_stage_ids())
         self._spark_stages |= active
         done = total = 0
         eta: float | None = None
         for stage_id in sorted(self._spark_stages):
-            info = self._tracker.getStageInfo(stage_id)
+            info = self._tracker.stage_tasks(stage_id)
             if info is None:  # no longer tracked
                 continue
-            done, total = done + info.numCompletedTasks, total + info.numTasks
+            completed, tasks = info
+            done, total = done + completed, total + tasks
             seen = self._first_seen.setdefault(stage_id, now)
-            if stage_id in active and info.numCompletedTasks:
-                left = (now - seen) * (info.numTasks - info.numCompletedTasks)
-                eta = max(eta or 0.0, left / info.numCompletedTasks)
+            if stage_id in active and completed:
+                left = (now - seen) * (tasks - completed)
+                eta = max(eta or 0.0, left / completed)
         elapsed = now - stage.started
         rate = None
         if stage.documents and done and elapsed > 0:
@@ -170,3 +174,8 @@ class _ClearBeforeRecords(logging.Filter):
     def filter(self, record: Any) -> bool:
         self._progress.clear()
         return True
+
+
+def progress_of(spark: SparkSession) -> ProgressSource:
+    """Where the display reads the progress of ``spark``'s jobs."""
+    return engine_of(spark).progress_source()

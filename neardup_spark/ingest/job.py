@@ -28,10 +28,11 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -59,7 +60,7 @@ from neardup_spark.ingest.warc import WarcFile, list_warc_files, read_files
 from neardup_spark.io.corpus import check_paths_apart
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import OutputDir, OutputLayout
-from neardup_spark.runtime.session import keep_column_types
+from neardup_spark.runtime.session import keep_column_types, spark_section
 
 log = logging.getLogger(__name__)
 
@@ -125,11 +126,28 @@ def read_records(spark: SparkSession, files: list[WarcFile], options: IngestOpti
     """The record table (:data:`~neardup_spark.ingest.schema.RECORD_SCHEMA`) of ``files``,
     persisted: one file per partition, the largest files first so they do not start last."""
     order = sorted(range(len(files)), key=lambda i: -files[i].size)
-    rdd = spark.sparkContext.parallelize([(i, files[i].path) for i in order], numSlices=len(files))
-    file_df = spark.createDataFrame(rdd, "file_index int, path string")
+    file_df = spark.range(0, len(files), 1, len(files)).mapInArrow(
+        functools.partial(file_of_slot, paths=[(i, files[i].path) for i in order]),
+        "file_index int, path string",
+    )
     return file_df.mapInArrow(
         functools.partial(read_files, options=options), from_arrow_schema(RECORD_SCHEMA)
     ).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def file_of_slot(
+    batches: Iterator[pa.RecordBatch], paths: list[tuple[int, str]]
+) -> Iterator[pa.RecordBatch]:
+    """``id`` (a slot of ``spark.range``, one a partition) -> ``file_index``, ``path`` of the
+    file that slot reads: one file a task, without an RDD (Spark Connect has none)."""
+    for batch in batches:
+        slots = batch.column(0).to_pylist()
+        yield pa.RecordBatch.from_pydict(
+            {
+                "file_index": pa.array([paths[s][0] for s in slots], pa.int32()),
+                "path": pa.array([paths[s][1] for s in slots], pa.string()),
+            }
+        )
 
 
 def mark_duplicate_ids(records: DataFrame) -> tuple[DataFrame, int, int]:
@@ -255,7 +273,7 @@ def build_summary(
         "payload_bytes": tally.raw_bytes,
         "text_bytes": tally.text_bytes,
         "output": {"corpus": out.path, "skipped": out.child(SKIPPED_DIR)},
-        "spark": {"version": spark.version, "master": spark.sparkContext.master},
+        "spark": spark_section(spark),
         "wall_seconds": round(wall, 3),
         "files_per_second": _per_second(len(files), wall, 2),
         "records_per_second": _per_second(records, wall, 1),

@@ -2,8 +2,9 @@
 
 A corpus is a path (a file, a directory or a glob) in one of the formats of
 :mod:`neardup_spark.io.formats`, or a table of the session's catalog (:class:`CorpusSource`).
-Paths go through Hadoop's FileSystem API, so local paths, ``file://``, ``hdfs://`` and object
-stores (with their connector on the classpath) all work the same way.
+The driver lists and hashes the input through :mod:`neardup_spark.io.filesystem` (the OS for
+local paths; Hadoop's file systems in a classic session, PyArrow's over Spark Connect), so local
+paths, ``file:``, ``hdfs://`` and object stores all work the same way.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pyspark.sql import types as T
 
 from neardup_spark.columns import DOC_ID, TEXT
 from neardup_spark.errors import UserError
-from neardup_spark.io.filesystem import basename, hadoop_filesystem
+from neardup_spark.io.filesystem import LocalStorage, basename, glob_status, visible_files
 from neardup_spark.io.formats import (
     check_format,
     format_reader,
@@ -31,9 +32,12 @@ from neardup_spark.io.formats import (
     without_malformed,
     zstd_needs_newer_spark,
 )
+from neardup_spark.io.globs import has_glob
 from neardup_spark.io.parquet_types import illegal_type_message
-from neardup_spark.io.paths import for_hadoop, from_spark_uri, is_local_path
+from neardup_spark.io.paths import for_hadoop, from_spark_uri, is_local_path, local_path
 from neardup_spark.io.schemas import Footer, check_schemas, read_footers
+from neardup_spark.io.storage import storage_for
+from neardup_spark.runtime.engine import default_parallelism
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +45,6 @@ ID_TYPES = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 MAX_IDS_IN_MESSAGE = 5
 # Column types a keep policy (--prefer) cannot order by.
 UNORDERED_TYPES = (T.ArrayType, T.MapType, T.StructType, T.BinaryType)
-# Hadoop glob characters: a path holding one is a pattern.
-GLOB_CHARS = "*?[{"
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,6 @@ class CorpusSource:
     def shown(self) -> str:
         """The source as messages and reports name it."""
         return self.path if self.path is not None else f"table {self.table}"
-
-
-def has_glob(path: str) -> bool:
-    return any(c in path for c in GLOB_CHARS)
 
 
 def _read_parquet(
@@ -116,39 +114,21 @@ def unreadable(footers: list[Footer]) -> list[tuple[str, str]]:
     return sorted((f.path, f.problem) for f in footers if f.problem is not None)
 
 
-def _hidden(name: str) -> bool:
-    return name.startswith(("_", "."))
-
-
-def _files_under(fs: Any, status: Any) -> list[str]:
-    """A file, or the files of a directory tree, skipping ``_*`` and ``.*`` names as Spark does."""
-    if not status.isDirectory():
-        return [str(status.getPath().toString())]
-    top = str(status.getPath().toString())
-    files = []
-    entries = fs.listFiles(status.getPath(), True)
-    while entries.hasNext():
-        name = str(entries.next().getPath().toString())
-        if not any(_hidden(part) for part in name[len(top) :].split("/") if part):
-            files.append(name)
-    return files
-
-
 def list_data_files(spark: SparkSession, path: str) -> tuple[list[str], bool]:
     """The data files Spark would read under ``path`` (skipping ``_*`` and ``.*`` names, as
     Spark does; a glob's matches, directories read whole): ``(files, path is a directory)``.
     A missing path, or a glob matching nothing, is a :class:`UserError`."""
-    fs, root = hadoop_filesystem(spark, path)
+    storage = storage_for(spark, path)
     if has_glob(path):
-        matches = [s for s in fs.globStatus(root) or [] if not _hidden(s.getPath().getName())]
+        matches = glob_status(storage, path)
         if not matches:
             raise UserError(f"input not found: nothing matches {path}")
-        files = sorted({f for status in matches for f in _files_under(fs, status)})
+        files = sorted({f for status in matches for f in visible_files(storage, status)})
         return refuse_colon_names(files), False
-    if not fs.exists(root):
+    status = storage.status(path)
+    if status is None:
         raise UserError(f"input not found: {path}")
-    status = fs.getFileStatus(fs.makeQualified(root))
-    return refuse_colon_names(sorted(_files_under(fs, status))), bool(status.isDirectory())
+    return refuse_colon_names(visible_files(storage, status)), status.is_dir
 
 
 def refuse_colon_names(files: list[str]) -> list[str]:
@@ -310,7 +290,7 @@ def check_columns(df: DataFrame, id_col: str, text_col: str) -> None:
 def check_ids(df: DataFrame, id_col: str) -> None:
     """No null and no repeated ids (one Spark job over the id column only, read in one task per
     core: ids are small, and each task of a scan has a fixed cost)."""
-    cores = df.sparkSession.sparkContext.defaultParallelism
+    cores = default_parallelism(df.sparkSession)
     bad = (
         df.select(id_col)
         .coalesce(max(1, cores))
@@ -387,20 +367,16 @@ def input_files(spark: SparkSession, path: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     local: dict[int, str] = {}  # position in out -> local path to hash
     for name in files:
-        fs, hpath = hadoop_filesystem(spark, name)
-        status = fs.getFileStatus(hpath)
-        size = int(status.getLen())
+        storage = storage_for(spark, name)
+        status = storage.status(name)
+        if status is None:
+            raise UserError(f"input file {name} disappeared while it was listed")
         digest = ""
-        if str(fs.getScheme()) == "file":
-            local[len(out)] = str(hpath.toUri().getPath())
+        if isinstance(storage, LocalStorage):
+            local[len(out)] = local_path(name)
         else:
-            checksum = fs.getFileChecksum(hpath)
-            digest = (
-                f"{checksum.getAlgorithmName()}:{checksum.toString()}"
-                if checksum is not None
-                else f"mtime:{int(status.getModificationTime())}"
-            )
-        out.append({"path": name, "size": size, "digest": digest})
+            digest = storage.checksum(name) or f"mtime:{status.mtime_ms}"
+        out.append({"path": name, "size": status.size, "digest": digest})
     with ThreadPoolExecutor(max_workers=HASH_THREADS) as pool:
         for position, digest in zip(local, pool.map(sha256_file, local.values()), strict=True):
             out[position]["digest"] = "sha256:" + digest

@@ -1,31 +1,47 @@
-"""One file-system layer: local paths through the OS (atomic ``os.replace``), anything else
-(HDFS, object stores) through Hadoop's FileSystem API in the JVM; PyArrow file systems for
-driver-side reading without Spark (reports, evaluation, ingest)."""
+"""One file-system layer: a small :class:`Storage` interface (status, list, read, write,
+rename, delete, put-if-absent) that the atomic commits, the leases, the listings of the input,
+its digests and the index's files are all built on, and three implementations:
+
+* :class:`LocalStorage`: local paths (``/x``, ``x``, ``file:/x``) through the OS, in every kind
+  of session: ``link(2)`` is the atomic put-if-absent, ``rename(2)`` the atomic replace;
+* :class:`~neardup_spark.io.hadoop_storage.HadoopStorage`: any other scheme through Hadoop's
+  FileSystem API in the JVM, where the session has one (classic Spark: HDFS, S3A, GCS, ABFS,
+  whatever connectors the cluster has);
+* :class:`~neardup_spark.io.arrow_storage.ArrowStorage`: any other scheme through PyArrow's file
+  systems in this process (Spark Connect, where there is no JVM here: S3, GCS, ABFS, HDFS with
+  the driver's own credentials).
+
+:func:`neardup_spark.io.storage.storage_for` picks one by the path and by what the session offers
+(the session's :class:`~neardup_spark.runtime.engine.Engine`). docs/operations/locking.md says
+what each guarantees.
+"""
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from pyspark.sql import SparkSession
 
-from neardup_spark.io.paths import for_hadoop, is_local_path, local_path
+from neardup_spark.io.globs import segment_regex, split_glob
+from neardup_spark.io.paths import is_local_path, local_path
 
 # Hadoop's names for schemes PyArrow knows by another.
-_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfss": "abfs"}
 
 
 def pyarrow_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """A PyArrow file system and the path inside it, for the paths users give and Spark
     writes: plain local paths (``~`` expanded, made absolute), ``file:/x`` and ``file:///x``,
-    and URIs PyArrow reads (``s3://``, ``gs://``, ``hdfs://``; Hadoop's ``s3a://`` and
-    ``s3n://`` mean ``s3://``)."""
+    and URIs PyArrow reads (``s3://``, ``gs://``, ``hdfs://``, ``abfs://``; Hadoop's ``s3a://``
+    and ``s3n://`` mean ``s3://``)."""
     if is_local_path(path):
         return pafs.LocalFileSystem(), os.path.abspath(local_path(path))
     if "://" in path:
@@ -34,20 +50,6 @@ def pyarrow_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
             path = _SCHEME_ALIASES[scheme] + path[len(scheme) :]
         return pafs.FileSystem.from_uri(path)
     return pafs.LocalFileSystem(), os.path.abspath(local_path(path))
-
-
-def hadoop_path(spark: SparkSession, path: str) -> Any:
-    """The JVM's ``org.apache.hadoop.fs.Path`` for ``path`` (:func:`~neardup_spark.io.paths.
-    for_hadoop`: a relative name with a ``:`` made absolute)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a live SparkContext has its gateway
-    return jvm.org.apache.hadoop.fs.Path(for_hadoop(path))
-
-
-def hadoop_filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    """The JVM's ``(FileSystem, Path)`` for ``path``."""
-    hpath = hadoop_path(spark, path)
-    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
 
 
 def is_local(path: str) -> bool:
@@ -82,27 +84,79 @@ def parent(path: str) -> str:
     return head or "/"
 
 
+def temporary_name(path: str) -> str:
+    """A unique hidden name next to ``path`` (readers of a dataset skip ``.*`` names)."""
+    return sibling(path, f".{basename(path)}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def hidden(name: str) -> bool:
+    """Spark skips files and directories named ``_*`` and ``.*`` when it reads a directory."""
+    return name.startswith(("_", "."))
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """A file or directory: its qualified name (``file:/x`` for local files, as Hadoop names
+    them; the URI elsewhere), size in bytes, modification time in milliseconds."""
+
+    path: str
+    size: int
+    mtime_ms: int
+    is_dir: bool
+
+
 class Storage(Protocol):
-    """The few file-system operations the index and the published outputs need."""
+    """The file-system operations the outputs, the index, the leases and the input listing
+    need; paths are the ones users give (plain, ``file:``, or a URI of the storage)."""
+
+    def status(self, path: str) -> FileStatus | None:
+        """The file or directory at ``path``, None when nothing is there."""
+        ...
 
     def exists(self, path: str) -> bool: ...
 
-    def list(self, path: str) -> list[str]: ...
+    def list(self, path: str) -> list[str]:
+        """The names in directory ``path``, sorted ([] when it is missing or a file)."""
+        ...
+
+    def walk_files(self, path: str) -> builtins.list[FileStatus]:
+        """Every file under directory ``path``, at any depth."""
+        ...
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """The whole file, None when it is missing."""
+        ...
 
     def read_text(self, path: str) -> str | None: ...
 
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Create or truncate ``path`` (its directory created) holding ``data``."""
+        ...
+
     def write_text(self, path: str, text: str) -> None: ...
 
-    def replace_text(self, path: str, text: str) -> None: ...
+    def replace_text(self, path: str, text: str) -> None:
+        """Write ``text`` under a temporary name, then rename it over ``path``: a reader sees
+        the old or the new text, never a part."""
+        ...
 
-    def rename(self, src: str, dst: str) -> None: ...
+    def rename(self, src: str, dst: str) -> None:
+        """Move a file or directory; ``dst`` must not exist (OSError)."""
+        ...
 
-    def delete(self, path: str) -> None: ...
+    def delete(self, path: str) -> None:
+        """Remove a file or a directory tree; nothing there is no error."""
+        ...
 
     def put_if_absent(self, path: str, text: str) -> bool:
         """Create ``path`` holding ``text`` unless it exists, atomically: True when this call
         created it. A reader sees either no file or the whole text (the commit point of the
         index and the leases, :mod:`neardup_spark.io.lease`)."""
+        ...
+
+    def checksum(self, path: str) -> str | None:
+        """What the file system says of a file's content (Hadoop's checksum), if anything:
+        input digests fall back to size and modification time without it."""
         ...
 
 
@@ -113,6 +167,19 @@ class LocalStorage:
     def local_path(path: str) -> Path:
         return Path(local_path(path))
 
+    @staticmethod
+    def qualified(path: Path | str) -> str:
+        """``file:/abs/path``, the name Hadoop gives a local file."""
+        return "file:" + os.path.abspath(path)
+
+    def status(self, path: str) -> FileStatus | None:
+        p = self.local_path(path)
+        try:
+            st = p.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return FileStatus(self.qualified(p), st.st_size, st.st_mtime_ns // 10**6, p.is_dir())
+
     def exists(self, path: str) -> bool:
         return self.local_path(path).exists()
 
@@ -120,40 +187,64 @@ class LocalStorage:
         p = self.local_path(path)
         return sorted(os.listdir(p)) if p.is_dir() else []
 
-    def read_text(self, path: str) -> str | None:
+    def walk_files(self, path: str) -> builtins.list[FileStatus]:
+        out = []
+        for top, _, names in os.walk(self.local_path(path)):
+            for name in names:
+                status = self.status(os.path.join(top, name))
+                if status is not None:
+                    out.append(status)
+        return sorted(out, key=lambda s: s.path)
+
+    def read_bytes(self, path: str) -> bytes | None:
         try:
-            return self.local_path(path).read_text(encoding="utf-8")
+            return self.local_path(path).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
 
-    def write_text(self, path: str, text: str) -> None:
+    def read_text(self, path: str) -> str | None:
+        data = self.read_bytes(path)
+        return None if data is None else data.decode("utf-8")
+
+    def write_bytes(self, path: str, data: bytes) -> None:
         p = self.local_path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        with open(p, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with open(p, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
 
-    def replace_text(self, path: str, text: str) -> None:
-        """Write ``text`` to a temporary file, then rename it over ``path`` (atomic)."""
-        p = self.local_path(path)
-        tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex[:8]}.tmp")
-        self.write_text(str(tmp), text)
-        os.replace(tmp, p)
-        dir_fd = os.open(p.parent, os.O_RDONLY)
+    def write_text(self, path: str, text: str) -> None:
+        self.write_bytes(path, text.encode("utf-8"))
+
+    @staticmethod
+    def _sync_directory(directory: Path) -> None:
+        dir_fd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
 
+    def replace_text(self, path: str, text: str) -> None:
+        """Write ``text`` to a temporary file, then rename it over ``path`` (atomic)."""
+        p = self.local_path(path)
+        tmp = self.local_path(temporary_name(str(p)))
+        self.write_text(str(tmp), text)
+        os.replace(tmp, p)
+        self._sync_directory(p.parent)
+
     def rename(self, src: str, dst: str) -> None:
-        os.rename(self.local_path(src), self.local_path(dst))
+        target = self.local_path(dst)
+        if target.exists():
+            raise FileExistsError(f"cannot rename {src} to {dst}: it exists")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(self.local_path(src), target)
 
     def put_if_absent(self, path: str, text: str) -> bool:
         """The text written and synced under a temporary name, then hard-linked to ``path``:
         ``link(2)`` fails when ``path`` exists, and never shows a half-written file."""
         p = self.local_path(path)
-        tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp = self.local_path(temporary_name(str(p)))
         self.write_text(str(tmp), text)
         try:
             os.link(tmp, p)
@@ -161,11 +252,7 @@ class LocalStorage:
             return False
         finally:
             tmp.unlink()
-        dir_fd = os.open(p.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        self._sync_directory(p.parent)
         return True
 
     def delete(self, path: str) -> None:
@@ -175,114 +262,41 @@ class LocalStorage:
         elif p.exists() or p.is_symlink():
             p.unlink()
 
-
-class HadoopStorage:
-    """Any Hadoop-supported file system (HDFS, object stores) through the JVM."""
-
-    def __init__(self, spark: SparkSession, root: str) -> None:
-        jvm = spark.sparkContext._jvm
-        assert jvm is not None
-        self._jvm = jvm
-        gateway = spark.sparkContext._gateway
-        assert gateway is not None
-        self._gateway = gateway
-        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
-        self._fs = jvm.org.apache.hadoop.fs.Path(root).getFileSystem(self._conf)
-
-    def _path(self, path: str) -> Any:
-        return self._jvm.org.apache.hadoop.fs.Path(path)
-
-    def exists(self, path: str) -> bool:
-        return bool(self._fs.exists(self._path(path)))
-
-    def list(self, path: str) -> list[str]:
-        if not self.exists(path):
-            return []
-        return sorted(str(s.getPath().getName()) for s in self._fs.listStatus(self._path(path)))
-
-    def read_text(self, path: str) -> str | None:
-        if not self.exists(path):
-            return None
-        stream = self._fs.open(self._path(path))
-        try:
-            reader = self._jvm.java.io.BufferedReader(
-                self._jvm.java.io.InputStreamReader(stream, "UTF-8")
-            )
-            lines = []
-            line = reader.readLine()
-            while line is not None:
-                lines.append(line)
-                line = reader.readLine()
-            return "\n".join(lines) + ("\n" if lines else "")
-        finally:
-            stream.close()
-
-    def write_text(self, path: str, text: str) -> None:
-        stream = self._fs.create(self._path(path), True)
-        try:
-            stream.write(bytearray(text.encode("utf-8")))
-        finally:
-            stream.close()
-
-    def replace_text(self, path: str, text: str) -> None:
-        tmp = sibling(path, f".{basename(path)}.{uuid.uuid4().hex[:8]}.tmp")
-        self.write_text(tmp, text)
-        fs_pkg = self._jvm.org.apache.hadoop.fs
-        context = fs_pkg.FileContext.getFileContext(self._path(path).toUri(), self._conf)
-        options = self._gateway.new_array(fs_pkg.Options.Rename, 1)
-        options[0] = fs_pkg.Options.Rename.OVERWRITE
-        context.rename(self._path(tmp), self._path(path), options)
-
-    def rename(self, src: str, dst: str) -> None:
-        if not self._fs.rename(self._path(src), self._path(dst)):
-            raise OSError(f"cannot rename {src} to {dst}")
-
-    def delete(self, path: str) -> None:
-        self._fs.delete(self._path(path), True)
-
-    def put_if_absent(self, path: str, text: str) -> bool:
-        """The text written under a temporary name, then renamed to ``path`` without
-        overwriting (``FileContext.rename``): atomic on HDFS, and a reader never sees a partial
-        file; on object stores (S3A) a rename is a check then a copy, not safe against a second
-        writer (docs/operations/locking.md)."""
-        tmp = sibling(path, f".{basename(path)}.{uuid.uuid4().hex[:8]}.tmp")
-        self.write_text(tmp, text)
-        fs_pkg = self._jvm.org.apache.hadoop.fs
-        context = fs_pkg.FileContext.getFileContext(self._path(path).toUri(), self._conf)
-        options = self._gateway.new_array(fs_pkg.Options.Rename, 1)
-        options[0] = fs_pkg.Options.Rename.NONE
-        try:
-            context.rename(self._path(tmp), self._path(path), options)
-        except Exception as exc:  # py4j wraps Java's FileAlreadyExistsException
-            self.delete(tmp)
-            if "FileAlreadyExists" in str(exc) or self.exists(path):
-                return False
-            raise
-        return True
+    def checksum(self, path: str) -> str | None:
+        return None  # local inputs are hashed whole (io/corpus.py)
 
 
-def storage_for(spark: SparkSession, path: str) -> Storage:
-    """The :class:`Storage` serving ``path``."""
-    return LocalStorage() if is_local(path) else HadoopStorage(spark, path)
+def glob_status(storage: Storage, pattern: str) -> list[FileStatus]:
+    """What a Hadoop glob matches (``*``, ``?``, ``[...]``, ``{a,b}``), hidden names skipped
+    where a glob segment matches them (as Hadoop's globber does for ``_*`` and ``.*``)."""
+    root, segments = split_glob(pattern)
+    found = [root]
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        regex = segment_regex(segment)
+        matched = []
+        for directory in found:
+            for name in storage.list(directory):
+                if regex.fullmatch(name) and not (hidden(name) and not hidden(segment)):
+                    matched.append(join(directory, name))
+        if not last:
+            matched = [m for m in matched if (s := storage.status(m)) is not None and s.is_dir]
+        found = matched
+    return [s for s in (storage.status(p) for p in sorted(found)) if s is not None]
 
 
-def copy_tree(spark: SparkSession, src: str, dst: str) -> None:
-    """Copy a file or directory tree (across file systems too)."""
-    if is_local(src) and is_local(dst):
-        s, d = LocalStorage.local_path(src), LocalStorage.local_path(dst)
-        d.parent.mkdir(parents=True, exist_ok=True)
-        if s.is_dir():
-            shutil.copytree(s, d)
-        else:
-            shutil.copy2(s, d)
-        return
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    src_path, dst_path = hadoop_path(spark, src), hadoop_path(spark, dst)
-    src_fs, dst_fs = src_path.getFileSystem(conf), dst_path.getFileSystem(conf)
-    if not jvm.org.apache.hadoop.fs.FileUtil.copy(src_fs, src_path, dst_fs, dst_path, False, conf):
-        raise OSError(f"cannot copy {src} to {dst}")
+def visible_files(storage: Storage, top: FileStatus) -> list[str]:
+    """A file, or the files of a directory tree, skipping ``_*`` and ``.*`` names below it as
+    Spark does."""
+    if not top.is_dir:
+        return [top.path]
+    prefix = top.path.rstrip("/")
+    files = []
+    for status in storage.walk_files(top.path):
+        relative = status.path[len(prefix) :]
+        if not any(hidden(part) for part in relative.split("/") if part):
+            files.append(status.path)
+    return sorted(files)
 
 
 def write_parquet_file(path: str, table: pa.Table) -> None:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 from neardup_spark.errors import UserError
+from neardup_spark.runtime.spark_compat import version_tuple
 
 INPUT_FORMATS = ("parquet", "json", "orc", "csv")
 # Name endings of compressed files, removed before the format's own ending is looked at.
@@ -35,6 +35,8 @@ COMPRESSION_SUFFIXES = (
     ".xz",
 )
 ZSTD_SUFFIXES = (".zst", ".zstd")
+# The first Spark that reads zstd-compressed text without a native Hadoop library (SPARK-52482).
+ZSTD_TEXT_SPARK = (4, 1)
 FORMAT_SUFFIXES = {
     ".parquet": "parquet",
     ".parq": "parquet",
@@ -103,11 +105,7 @@ def zstd_needs_newer_spark(spark: SparkSession, files: Iterable[str]) -> str | N
     first = next((f for f in files if f.lower().endswith(ZSTD_SUFFIXES)), None)
     if first is None:
         return None
-    from py4j.java_gateway import JavaClass
-
-    jvm: Any = spark.sparkContext._jvm
-    reader = jvm.org.apache.spark.sql.execution.datasources.HadoopLineRecordReader
-    return None if isinstance(reader, JavaClass) else first
+    return None if version_tuple(spark.version) >= ZSTD_TEXT_SPARK else first
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 A run writes everything under ``OUTPUT/_staging/RUN_ID/`` and :meth:`OutputDir.commit` moves it
 into place: ``_SUCCESS`` is removed first and written last, so a reader (or a rerun) never takes
 a half-replaced OUTPUT for a finished one, and a run killed at any point leaves the previous
-outputs intact. Paths go through Hadoop's FileSystem API (local, HDFS, object stores).
+outputs intact. Paths go through the session's :class:`~neardup_spark.io.filesystem.Storage`
+(local disk, HDFS, object stores; Hadoop's file systems in a classic session, PyArrow's over
+Spark Connect).
 
 One run writes an OUTPUT at a time: :meth:`OutputDir.locked` holds the lease ``OUTPUT/_lock``
 (:mod:`neardup_spark.io.lease`) from before :meth:`OutputDir.prepare` until after the commit; a
@@ -23,9 +25,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from neardup_spark.errors import UserError
-from neardup_spark.io.filesystem import hadoop_filesystem, hadoop_path, storage_for
 from neardup_spark.io.lease import LOCK_FILE, Lease, hold_lease, is_lease_entry
 from neardup_spark.io.paths import check_writable, for_hadoop
+from neardup_spark.io.storage import storage_for
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,8 @@ DEDUPE_LAYOUT = OutputLayout(
 
 
 class OutputDir:
-    """An output directory on any Hadoop-supported file system, holding ``layout``'s entries."""
+    """An output directory on any file system the session reaches, holding ``layout``'s
+    entries."""
 
     def __init__(
         self, spark: SparkSession, path: str, layout: OutputLayout = DEDUPE_LAYOUT
@@ -94,34 +97,31 @@ class OutputDir:
         self.path = for_hadoop(path)  # Spark writes under it: a name Hadoop reads as given
         self.layout = layout
         self._spark = spark
-        self._fs, self._root = hadoop_filesystem(spark, path)
+        self.storage = storage_for(spark, self.path)
         self.lease: Lease | None = None  # held by :meth:`locked`, checked by :meth:`commit`
 
     def child(self, name: str) -> str:
         return self.path.rstrip("/") + "/" + name
 
-    def _path(self, name: str) -> Any:
-        return hadoop_path(self._spark, self.child(name))
+    def _where(self, name: str | None) -> str:
+        return self.path if name is None else self.child(name)
 
     def exists(self, name: str | None = None) -> bool:
-        return bool(self._fs.exists(self._root if name is None else self._path(name)))
+        return self.storage.exists(self._where(name))
 
     def delete(self, name: str | None = None) -> None:
-        self._fs.delete(self._root if name is None else self._path(name), True)
+        self.storage.delete(self._where(name))
 
     def entries(self) -> list[str]:
-        if not self.exists():
-            return []
-        return [status.getPath().getName() for status in self._fs.listStatus(self._root)]
+        return self.storage.list(self.path)
 
     @contextmanager
     def locked(self, timeout: float) -> Iterator[Lease]:
         """OUTPUT's lease for the ``with`` block, waiting up to ``timeout`` seconds for another
         run that holds it (:class:`~neardup_spark.io.lease.LockTimeout`, exit 2, after that)."""
         self._refuse_a_file()
-        storage = storage_for(self._spark, self.path)
         purpose = f"{self.layout.kind} into {self.path}"
-        with hold_lease(storage, self.path, purpose, timeout) as held:
+        with hold_lease(self.storage, self.path, purpose, timeout) as held:
             self.lease = held
             try:
                 yield held
@@ -130,7 +130,8 @@ class OutputDir:
 
     def _refuse_a_file(self) -> None:
         check_writable(self.path, "output")  # before any Spark job: exit 2 naming the path
-        if self.exists() and not self._fs.getFileStatus(self._root).isDirectory():
+        status = self.storage.status(self.path)
+        if status is not None and not status.is_dir:
             raise UserError(f"output {self.path} exists and is a file")
 
     def prepare(self, overwrite: bool, clear_staging: bool = True) -> None:
@@ -193,12 +194,12 @@ class OutputDir:
             on_cleared()
         for name in self.layout.committed:
             if staged.exists(name):
-                self._fs.rename(staged._path(name), self._path(name))
+                self.storage.rename(staged.child(name), self.child(name))
         data_dir = self.layout.data_dir
         if data_dir is not None and staged.exists(data_dir):
             for name in staged.child_dir(data_dir).entries():
                 if self.layout.is_data_file(name):  # not Spark's own _SUCCESS
-                    self._fs.rename(staged._path(f"{data_dir}/{name}"), self._path(name))
+                    self.storage.rename(staged.child(f"{data_dir}/{name}"), self.child(name))
         if manifest is not None:
             self.write_json(self.layout.manifest, manifest)
         self.mark_success()
@@ -213,34 +214,20 @@ class OutputDir:
 
     def read_json(self, name: str) -> dict[str, Any]:
         """A JSON object written by :meth:`write_json` (``{}`` when the file is missing)."""
-        if not self.exists(name):
-            return {}
-        stream = self._fs.open(self._path(name))
-        try:
-            data = bytes(stream.readAllBytes())
-        finally:
-            stream.close()
-        return dict(json.loads(data.decode("utf-8")))
+        text = self.storage.read_text(self.child(name))
+        return {} if text is None else dict(json.loads(text))
 
     def write_text(self, name: str, text: str) -> None:
-        stream = self._fs.create(self._path(name), True)
-        try:
-            stream.write(bytearray(text.encode("utf-8")))
-        finally:
-            stream.close()
+        self.storage.write_text(self.child(name), text)
 
     def file_listing(self, paths: list[str]) -> list[dict[str, Any]]:
         """Size and modification time of each path (for manifests)."""
         out = []
         for path in paths:
-            status = self._fs.getFileStatus(hadoop_path(self._spark, path))
-            out.append(
-                {
-                    "path": path,
-                    "bytes": int(status.getLen()),
-                    "mtime": int(status.getModificationTime()),
-                }
-            )
+            status = storage_for(self._spark, path).status(path)
+            if status is None:
+                raise UserError(f"input file {path} disappeared during the run")
+            out.append({"path": path, "bytes": status.size, "mtime": status.mtime_ms})
         return out
 
     def write_json(self, name: str, data: dict[str, Any]) -> None:

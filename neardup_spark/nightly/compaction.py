@@ -11,9 +11,10 @@ from pyspark.sql import functions as F
 from neardup_spark.columns import ESTIMATE, EXACT_FP, HAS_TEXT, JACCARD
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
-from neardup_spark.io.filesystem import join, storage_for
+from neardup_spark.io.filesystem import join
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.io.paths import check_writable
+from neardup_spark.io.storage import storage_for
 from neardup_spark.nightly.contents import parts_for, read_contents, write_contents
 from neardup_spark.nightly.docs import latest_rows
 from neardup_spark.nightly.store import (

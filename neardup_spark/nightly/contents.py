@@ -23,6 +23,7 @@ from neardup_spark.nightly.content_files import (
     read_texts,
     write_part,
 )
+from neardup_spark.runtime.engine import default_parallelism
 
 PART, ROW, KIND = "part", "row", "kind"
 KNOWN, MATCH = 0, 1  # probe rows: a batch content the index holds; a band-key match
@@ -143,7 +144,7 @@ def probe_index(
     smallest fingerprints with that key in its part), ``band_key``, ``exact_fp``, ``part``,
     ``row``. ``checksums``: the recorded SHA-256 of each part's keys file, checked as it is
     read."""
-    tasks = max(1, min(len(parts), 2 * spark.sparkContext.defaultParallelism))
+    tasks = max(1, min(len(parts), 2 * default_parallelism(spark)))
     probe = _probe_fn(parts, checksums or {}, batch_fps, batch_keys, top)
     return part_numbers(spark, len(parts), tasks).mapInArrow(probe, PROBE_SCHEMA)
 
@@ -178,7 +179,7 @@ def fetch_texts(requests: DataFrame) -> DataFrame:
     """Requests (``part``, ``row``) -> the normalised texts stored there: ``doc_id`` (the
     content's fingerprint), ``text``. Each task reads the few record batches it needs of the
     parts it gets."""
-    tasks = max(1, requests.sparkSession.sparkContext.defaultParallelism)
+    tasks = max(1, default_parallelism(requests.sparkSession))
     return (
         requests.select(PART, ROW)
         .distinct()

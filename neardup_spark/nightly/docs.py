@@ -21,7 +21,8 @@ from pyspark.sql import functions as F
 from neardup_spark.columns import DOC_ID
 from neardup_spark.nightly.store import WRITTEN
 from neardup_spark.pipeline.execution import maybe_broadcast
-from neardup_spark.runtime.spark_compat import from_arrow, to_arrow
+from neardup_spark.runtime.engine import from_arrow
+from neardup_spark.runtime.spark_compat import to_arrow
 
 _LATEST = "latest"
 

@@ -48,7 +48,8 @@ from neardup_spark.nightly.stable_ids import (
 from neardup_spark.nightly.steps import BatchContext, batch_documents
 from neardup_spark.nightly.store import BATCH, DOCS, FP_A, FP_B
 from neardup_spark.pipeline.execution import maybe_broadcast
-from neardup_spark.runtime.spark_compat import from_arrow, to_arrow
+from neardup_spark.runtime.engine import from_arrow
+from neardup_spark.runtime.spark_compat import to_arrow
 
 _SIDE_ROWS_PER_BATCH = 4096  # side rows scored at once (two per pair)
 

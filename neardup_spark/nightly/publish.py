@@ -12,8 +12,9 @@ from pyspark.sql import functions as F
 
 from neardup_spark.columns import DOC_ID
 from neardup_spark.config import DedupeConfig
-from neardup_spark.io.filesystem import copy_tree, join
+from neardup_spark.io.filesystem import join
 from neardup_spark.io.output import REPORT_FILE, OutputDir
+from neardup_spark.io.storage import copy_tree
 from neardup_spark.nightly.stable_ids import KEPT
 from neardup_spark.nightly.store import Index
 from neardup_spark.pipeline.execution import maybe_broadcast

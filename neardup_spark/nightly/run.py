@@ -89,10 +89,11 @@ from neardup_spark.io.corpus import (
     input_files,
     read_corpus,
 )
-from neardup_spark.io.filesystem import join, storage_for
+from neardup_spark.io.filesystem import join
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.io.paths import check_writable
+from neardup_spark.io.storage import storage_for
 from neardup_spark.nightly.driver_run import index_on_driver
 from neardup_spark.nightly.publish import publish_batch
 from neardup_spark.nightly.spark_run import index_with_spark
@@ -106,6 +107,7 @@ from neardup_spark.nightly.store import (
 )
 from neardup_spark.pipeline.reporting import StageTimer, banding_section
 from neardup_spark.runtime.faults import pause_if_asked
+from neardup_spark.runtime.session import spark_section
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +353,7 @@ def batch_report(
         },
         "components": components,
         "banding": banding_section(config),
-        "spark": {"version": ctx.spark.version, "master": ctx.spark.sparkContext.master},
+        "spark": spark_section(ctx.spark),
         "stage_seconds": ctx.timer.seconds,
         "wall_seconds": round(wall, 3),
         "docs_per_second": round(ctx.n_new / wall, 1) if wall else None,

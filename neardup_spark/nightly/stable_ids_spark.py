@@ -41,7 +41,8 @@ from neardup_spark.nightly.stable_ids import (
 from neardup_spark.nightly.store import BATCH, FP_A, FP_B
 from neardup_spark.pipeline.components import connected_components
 from neardup_spark.pipeline.execution import local_checkpoint
-from neardup_spark.runtime.spark_compat import from_arrow_batches, to_arrow
+from neardup_spark.runtime.engine import from_arrow_batches
+from neardup_spark.runtime.spark_compat import to_arrow
 from neardup_spark.stages.clusters import exact_pairs, minhash_pairs
 
 _ANCHOR, _ANCHOR_OLD = "anchor", "anchor_is_old"

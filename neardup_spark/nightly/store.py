@@ -68,10 +68,11 @@ from neardup_spark.columns import (
 )
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import IndexDamaged, UserError
-from neardup_spark.io.filesystem import LocalStorage, Storage, basename, is_local, join, storage_for
+from neardup_spark.io.filesystem import LocalStorage, Storage, basename, is_local, join
 from neardup_spark.io.lease import Lease, is_lease_entry
 from neardup_spark.io.output import MANIFEST_FILE
 from neardup_spark.io.paths import for_hadoop
+from neardup_spark.io.storage import storage_for
 from neardup_spark.kernels.shingles import SHINGLE_HASH_VERSION
 from neardup_spark.nightly.content_files import KEYS_SUFFIX
 from neardup_spark.nightly.integrity import (

@@ -3,10 +3,12 @@ and clean the texts; both ``neardup boilerplate`` (:func:`run_boilerplate`) and 
 --strip-boilerplate`` (:func:`strip_boilerplate`, before the per-document pass) use it.
 
 The step acts twice: one job counts the units (a pass over the texts, then a Spark
-aggregation) and collects the boilerplate set to the driver, which broadcasts it to the
-cleaning pass; a set above ``boilerplate.broadcast_max_units`` is joined to the documents
-instead. The cleaning pass itself runs inside the caller's next action (the write, or the
-dedupe's per-document pass), where its counts are observed.
+aggregation) and collects the boilerplate set to the driver, which ships it to the cleaning
+pass with the pass's function (Spark sends a large one to the executors once, as a broadcast
+would; Spark Connect has no broadcast variables); a set above
+``boilerplate.broadcast_max_units`` is joined to the documents instead. The cleaning pass
+itself runs inside the caller's next action (the write, or the dedupe's per-document pass),
+where its counts and the examples of the report's units are aggregated.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark import Accumulator, Broadcast, StorageLevel
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -42,16 +44,18 @@ from neardup_spark.io.output import OutputDir, OutputLayout
 from neardup_spark.pipeline.execution import grouped_input, run_alongside, start_python_workers
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.runtime.faults import batch_faults, pause_if_asked
-from neardup_spark.runtime.session import keep_column_types
+from neardup_spark.runtime.session import keep_column_types, spark_section
 from neardup_spark.runtime.spark_compat import to_arrow
 from neardup_spark.stages.boilerplate import (
     COUNT_HELPERS,
-    ExamplesParam,
+    EXAMPLES,
     boilerplate_units,
     check_boilerplate_columns,
     cleaned_document_features,
     count_columns,
     drop_lists,
+    example_columns,
+    examples_of,
     stripped_texts,
     unit_documents,
 )
@@ -74,30 +78,31 @@ BOILERPLATE_LAYOUT = OutputLayout(
 @dataclass
 class FoundBoilerplate:
     """What the counting job found: the boilerplate table (persisted), its size, the most
-    repeated units, and the set broadcast to the cleaning pass (only the example keys when the
-    table is joined instead)."""
+    repeated units, and the set the cleaning pass uses (only the example keys when the table
+    is joined instead)."""
 
     table: DataFrame
     units: int
     joined: bool
     top: list[dict[str, Any]]
-    broadcast: Broadcast
+    found: BoilerplateSet
 
     def boilerplate_set(self) -> Callable[[], BoilerplateSet]:
-        """A function returning the broadcast set on an executor (read once per worker); it
-        captures the broadcast only, never this object's DataFrame."""
-        return functools.partial(_broadcast_value, self.broadcast)
+        """A function returning the set on an executor; it captures the set only, never this
+        object's DataFrame."""
+        return functools.partial(_the_set, self.found)
+
+    @property
+    def example_keys(self) -> list[int]:
+        """The report's units (signed 64-bit keys, as Spark holds them)."""
+        return [int(row["key"]) for row in self.top]
 
     def release(self) -> None:
-        """Unpersist the table and the executors' copies of the set (not destroy: a cached
-        table built by the cleaning pass still names the broadcast in its lineage)."""
         self.table.unpersist()
-        self.broadcast.unpersist()
 
 
-def _broadcast_value(broadcast: Broadcast) -> BoilerplateSet:
-    value: BoilerplateSet = broadcast.value
-    return value
+def _the_set(found: BoilerplateSet) -> BoilerplateSet:
+    return found
 
 
 def _sorted_set(table: pa.Table) -> tuple[np.ndarray, pa.Array | None]:
@@ -130,8 +135,7 @@ def find_boilerplate(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> 
         {"key": int(k), "documents": int(d)}
         for k, d in zip(top_keys.tolist(), top.column(UNIT_DOCS).to_pylist(), strict=True)
     ]
-    broadcast = df.sparkSession.sparkContext.broadcast(found)
-    return FoundBoilerplate(table, units, joined, rows, broadcast)
+    return FoundBoilerplate(table, units, joined, rows, found)
 
 
 def boilerplate_section(
@@ -163,14 +167,15 @@ class Cleaning:
     observed: DataFrame
     found: FoundBoilerplate
     observation: Observation
-    examples: Accumulator[Examples]
     config: DedupeConfig
     persisted: list[DataFrame] = field(default_factory=list)
 
     def report(self) -> dict[str, Any]:
         """The report's ``boilerplate`` section (after the action that read ``observed``)."""
-        counts = {k: int(v or 0) for k, v in self.observation.get.items()}
-        return boilerplate_section(self.config, self.found, counts, self.examples.value)
+        values = dict(self.observation.get)
+        examples = examples_of(values, self.found.example_keys)
+        counts = {k: int(v or 0) for k, v in values.items() if not k.startswith("example_")}
+        return boilerplate_section(self.config, self.found, counts, examples)
 
     def release(self) -> None:
         self.found.release()
@@ -189,16 +194,14 @@ def strip_boilerplate(
     :func:`~neardup_spark.stages.boilerplate.stripped_texts`."""
     check_boilerplate_columns(df, config)
     found = find_boilerplate(df, config, timer)
-    examples = df.sparkSession.sparkContext.accumulator({}, ExamplesParam())
     drops = df.transform(drop_lists(config, found.table)) if found.joined else None
     cleaned = df.transform(
-        stripped_texts(
-            config, id_col, text_col, found.boilerplate_set(), drops, examples.add, keep_emptied
-        )
+        stripped_texts(config, id_col, text_col, found.boilerplate_set(), drops, True, keep_emptied)
     )
     observation = Observation(f"boilerplate-{uuid.uuid4().hex[:8]}")
-    observed = cleaned.observe(observation, *count_columns())
-    return Cleaning(cleaned, observed, found, observation, examples, config)
+    metrics = [*count_columns(), *example_columns(found.example_keys)]
+    observed = cleaned.observe(observation, *metrics).drop(EXAMPLES)
+    return Cleaning(cleaned.drop(EXAMPLES), observed, found, observation, config)
 
 
 @dataclass
@@ -210,7 +213,6 @@ class DedupeCleaning:
     documents: DataFrame
     features_of: Callable[[DataFrame], DataFrame]
     found: FoundBoilerplate
-    examples: Accumulator[Examples]
     config: DedupeConfig
     drops: DataFrame | None
 
@@ -233,11 +235,13 @@ class DedupeCleaning:
         return wanted.transform(clean).select(DOC_ID, TEXT)
 
     def report(self, features: DataFrame) -> dict[str, Any]:
-        """The report's ``boilerplate`` section, its counts summed over the (persisted)
-        per-document table."""
-        row = features.agg(*count_columns()).first()
-        counts = {k: int(v or 0) for k, v in (row.asDict() if row else {}).items()}
-        return boilerplate_section(self.config, self.found, counts, self.examples.value)
+        """The report's ``boilerplate`` section, its counts and examples aggregated over the
+        (persisted) per-document table."""
+        keys = self.found.example_keys
+        row = features.agg(*count_columns(), *example_columns(keys)).first()
+        values = row.asDict() if row else {}
+        counts = {k: int(v or 0) for k, v in values.items() if not k.startswith("example_")}
+        return boilerplate_section(self.config, self.found, counts, examples_of(values, keys))
 
     def release(self) -> None:
         self.found.release()
@@ -255,12 +259,11 @@ def boilerplate_step(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> 
     keep += [c for c in (options.group_col, *(n for n, _ in options.prefer_order)) if c]
     found = find_boilerplate(df.select(*dict.fromkeys(keep)), config, timer)
     docs = unit_documents(df, config)
-    examples = df.sparkSession.sparkContext.accumulator({}, ExamplesParam())
     drops = df.transform(drop_lists(config, found.table)) if found.joined else None
     features_of = cleaned_document_features(
-        config, found.boilerplate_set(), drops, examples.add, batch_faults
+        config, found.boilerplate_set(), drops, True, batch_faults
     )
-    return DedupeCleaning(docs, features_of, found, examples, config, drops)
+    return DedupeCleaning(docs, features_of, found, config, drops)
 
 
 def run_boilerplate(
@@ -331,7 +334,7 @@ def boilerplate_locked(
         "output": out.path,
         "config": {**config.to_dict(), **(session.to_dict() if session else {})},
         **section,
-        "spark": {"version": spark.version, "master": spark.sparkContext.master},
+        "spark": spark_section(spark),
         "skipped_files": skipped_files,
         "stage_seconds": timer.seconds,
         "wall_seconds": round(wall, 3),

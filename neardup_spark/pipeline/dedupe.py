@@ -46,7 +46,7 @@ from neardup_spark.pipeline.steps import (
     verified_edges,
 )
 from neardup_spark.runtime.faults import pause_if_asked
-from neardup_spark.runtime.session import keep_column_types
+from neardup_spark.runtime.session import keep_column_types, spark_section
 
 
 @dataclass
@@ -190,11 +190,10 @@ def run_locked(
         plan = plan_run(spark, out, source, config, resume)
     staged = plan.staged
     staged.delete(CHECKPOINT_DIR)  # a killed run's; the components stage checkpoints afresh
-    spark.sparkContext.setCheckpointDir(staged.child(CHECKPOINT_DIR))
     result = dedupe(
         df,
         config,
-        checkpoint=reliable_checkpoint,
+        checkpoint=reliable_checkpoint(spark, staged.child(CHECKPOINT_DIR)),
         timer=timer,
         write_pairs=lambda pairs: pairs.write.mode("overwrite").parquet(staged.child("pairs")),
         results=plan.results,
@@ -221,7 +220,7 @@ def run_locked(
         {
             "input": source.shown,
             "output": out.path,
-            "spark": {"version": spark.version, "master": spark.sparkContext.master},
+            "spark": spark_section(spark),
             "skipped_files": skipped_files,
             "stage_seconds": timer.seconds,
             "wall_seconds": round(wall, 3),

@@ -15,6 +15,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from neardup_spark.columns import DOC_ID
+from neardup_spark.io.paths import from_spark_uri
+from neardup_spark.io.storage import storage_for
+from neardup_spark.runtime import console
+from neardup_spark.runtime.engine import engine_of
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +78,9 @@ def run_alongside(spark: SparkSession, action: Callable[[], object]) -> Callable
     and last-task tail no longer leave cores idle. Until ``wait``, the caller's jobs carry a job
     tag the action's thread inherits: a failed action cancels those jobs (and no one else's), so
     the caller's own job stops early instead of running to its end."""
-    context = spark.sparkContext
+    engine = engine_of(spark)
     tag = f"neardup-alongside-{uuid.uuid4().hex}"
-    context.addJobTag(tag)
+    engine.add_tag(tag)
     errors: list[BaseException] = []
 
     def target() -> None:
@@ -84,14 +88,17 @@ def run_alongside(spark: SparkSession, action: Callable[[], object]) -> Callable
             action()
         except BaseException as exc:  # re-raised in the caller's thread by wait()
             errors.append(exc)
-            context.cancelJobsWithTag(tag)
+            # What the JVM logs of the jobs cancelled now (aborted tasks and writes) is not
+            # news: the command reports this error, which ends it.
+            console.mute_jvm()
+            engine.cancel_tag(tag)
 
-    thread = InheritableThread(target=target, daemon=True)
+    thread = InheritableThread(target=target, daemon=True, session=spark)
     thread.start()
 
     def wait() -> None:
         thread.join()
-        context.removeJobTag(tag)
+        engine.remove_tag(tag)
         if errors:
             raise errors[0]
 
@@ -124,20 +131,20 @@ def start_python_workers(spark: SparkSession) -> Callable[[], None]:
     kernels (~1.4 s, done once in :mod:`neardup_spark.runtime.worker_daemon`). The workers stay
     up and serve the job's tasks. A failure here is only logged: the job's own tasks start
     workers anyway, and report any real problem."""
-    context = spark.sparkContext
-    if not str(context.master).startswith("local"):
+    engine = engine_of(spark)
+    if not engine.master().startswith("local"):
         return lambda: None
 
     def start() -> None:
         try:
-            context.setJobDescription("neardup: start Python workers")
+            engine.describe_jobs("neardup: start Python workers")
             # One task: the daemon preloads once and forks the others in no time; the other
             # cores stay with the driver's planning.
             spark.range(0, 1, 1, 1).mapInArrow(_pass_batches, "id long").collect()
         except Exception as exc:  # see the docstring
             log.debug("starting the Python workers early failed: %r", exc)
 
-    thread = InheritableThread(target=start, daemon=True)
+    thread = InheritableThread(target=start, daemon=True, session=spark)
     thread.start()
     return thread.join
 
@@ -147,9 +154,10 @@ def local_checkpoint(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
-def reliable_checkpoint(df: DataFrame) -> DataFrame:
-    """``df`` written to the checkpoint directory, its lineage cut."""
-    return df.checkpoint(eager=True)
+def reliable_checkpoint(spark: SparkSession, directory: str) -> Callable[[DataFrame], DataFrame]:
+    """A checkpoint that writes a DataFrame under ``directory`` (kept if the driver dies) and
+    gives it back with its lineage cut."""
+    return engine_of(spark).checkpointer(directory)
 
 
 def shuffle_partitions(spark: SparkSession) -> int:
@@ -169,12 +177,60 @@ def grouped_input(df: DataFrame) -> tuple[DataFrame, int]:
     whose write at 100,000 pages took 2.1 s in 21 tasks, 1.8 s in 4). On a cluster (128 MB
     splits) nothing changes."""
     spark = df.sparkSession
-    cores = spark.sparkContext.defaultParallelism
-    parts = df.rdd.getNumPartitions()
+    engine = engine_of(spark)
+    cores = engine.default_parallelism()
     split_bytes = byte_size(spark.conf.get("spark.sql.files.maxPartitionBytes") or "128m")
+    parts = engine.partitions(df)
+    if parts is None:  # Spark Connect: as Spark will split the files
+        parts = estimated_file_partitions(spark, file_sizes(df), cores, split_bytes)
     splits_per_task = max(1, PYTHON_TASK_BYTES // max(split_bytes, 1))
     tasks = cores * max(1, math.ceil(parts / (cores * splits_per_task)))
     return (df.coalesce(tasks), tasks) if tasks < parts else (df, parts)
+
+
+def file_sizes(df: DataFrame) -> list[int]:
+    """The sizes of the files ``df`` reads."""
+    sizes = []
+    for uri in df.inputFiles():
+        path = from_spark_uri(uri)
+        status = storage_for(df.sparkSession, path).status(path)
+        sizes.append(status.size if status is not None else 0)
+    return sizes
+
+
+def estimated_file_partitions(
+    spark: SparkSession, sizes: list[int], cores: int, max_split_bytes: int
+) -> int:
+    """The partitions Spark makes of a scan of files of these ``sizes`` (its ``FilePartition``
+    rule: splits of at most ``min(maxPartitionBytes, max(openCost, total / cores))`` bytes,
+    packed largest first, each file costing ``openCost`` more), for a session that cannot say
+    (Spark Connect). Files are taken as splittable; for gzip text it overestimates."""
+    open_cost = byte_size(spark.conf.get("spark.sql.files.openCostInBytes") or "4m")
+    return file_partitions(sizes, cores, max_split_bytes, open_cost)
+
+
+def file_partitions(sizes: list[int], cores: int, max_split_bytes: int, open_cost: int) -> int:
+    """Spark's split-and-pack rule for files of ``sizes`` (see :func:`estimated_file_partitions`).
+
+    >>> file_partitions([100 * 2**20], 2, 8 * 2**20, 4 * 2**20)
+    13
+    >>> file_partitions([1000] * 10, 2, 8 * 2**20, 4 * 2**20)
+    5
+    """
+    if not sizes:
+        return 1
+    total = sum(size + open_cost for size in sizes)
+    split = min(max_split_bytes, max(open_cost, total // max(cores, 1)))
+    splits = sorted(
+        (min(split, size - start) for size in sizes for start in range(0, max(size, 1), split)),
+        reverse=True,
+    )
+    partitions, current = 0, 0
+    for length in splits:
+        if current and current + length > split:
+            partitions, current = partitions + 1, 0
+        current += length + open_cost
+    return partitions + (1 if current else 0)
 
 
 def spread(docs: DataFrame, parts: int) -> DataFrame:
@@ -185,7 +241,7 @@ def spread(docs: DataFrame, parts: int) -> DataFrame:
     it is spread over twice the cores (hash partitioning on the id keeps the layout independent
     of task order); with at least one partition per core, shuffling every text costs more than a
     somewhat uneven last round."""
-    cores = docs.sparkSession.sparkContext.defaultParallelism
+    cores = engine_of(docs.sparkSession).default_parallelism()
     return docs.repartition(2 * cores, DOC_ID) if parts < cores else docs
 
 

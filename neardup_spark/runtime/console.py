@@ -18,6 +18,7 @@ Under spark-submit the JVM is already running with the submitter's settings; not
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import threading
@@ -49,12 +50,20 @@ _MUTED = threading.Event()
 
 
 def mute_jvm() -> None:
-    """From now on, drop everything the JVM (and its Python workers) writes to stderr."""
+    """From now on, drop everything the JVM (and its Python workers) writes to stderr: the
+    command is ending on an error it reports itself (a signal, a failed action that cancelled
+    the others), and what the JVM says of the jobs torn down meanwhile is not for the user."""
     _MUTED.set()
 
 
 def configure(verbose: bool) -> None:
     SETTINGS.verbose = verbose
+
+
+def quiet_connect_client() -> None:
+    """PySpark logs a JSON line for each error a Spark Connect server reports, with the server's
+    Java stack trace; the command line reports the error itself, in one line."""
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL + 1)
 
 
 def quiet_java_options() -> str:

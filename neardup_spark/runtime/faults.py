@@ -27,9 +27,11 @@ def fail_once_if_asked() -> None:
     raise RuntimeError(f"injected task failure ({FAIL_ONCE_ENV}={marker})")
 
 
-# Test hook for signals while Spark works: when SLOW_BATCH_ENV names a file, each per-document
-# batch creates it (if absent) and then sleeps SLOW_BATCH_SECONDS, so a test can signal the run
-# while a Spark job and its Python workers are busy (tests/cli/test_signals.py).
+# Test hook for signals while Spark works: when SLOW_BATCH_ENV names a file in a directory that
+# exists, each per-document batch creates it (if absent) and then sleeps SLOW_BATCH_SECONDS, so a
+# test can signal the run while a Spark job and its Python workers are busy
+# (tests/cli/test_signals.py). A long-lived process (a Connect server's workers) can be given
+# the variable up front and armed later by creating the directory (tests/cli/test_connect.py).
 SLOW_BATCH_ENV = "NEARDUP_SLOW_BATCH_MARKER"
 SLOW_BATCH_SECONDS = 60
 
@@ -37,7 +39,7 @@ SLOW_BATCH_SECONDS = 60
 def slow_down_if_asked() -> None:
     """Write the :data:`SLOW_BATCH_ENV` marker and sleep; nothing when it is unset."""
     marker = os.environ.get(SLOW_BATCH_ENV)
-    if not marker:
+    if not marker or not os.path.isdir(os.path.dirname(os.path.abspath(marker))):
         return
     with open(marker, "a", encoding="utf-8") as handle:
         handle.write(f"batch in pid {os.getpid()}\n")

@@ -33,6 +33,7 @@ from types import FrameType
 from typing import Any
 
 from neardup_spark.runtime import console
+from neardup_spark.runtime.engine import CLASSIC, engine_of
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,25 @@ class _State:
     active = False  # inside handle_signals
     signum: int | None = None  # the first signal received
     delivered = False  # Interrupted raised in the main thread
+    session: Any = None  # the session whose jobs a signal cancels (watch)
+
+
+def watch(spark: Any) -> None:
+    """The session a signal stops: its jobs (classic) or operations (Spark Connect) are
+    cancelled, then it is stopped."""
+    _State.session = spark
+
+
+def _watched() -> Any:
+    """The watched session, else the classic session this process runs (if any)."""
+    if _State.session is not None:
+        return _State.session
+    try:
+        from pyspark.sql import SparkSession
+
+        return SparkSession._instantiatedSession  # type: ignore[attr-defined]
+    except Exception:  # pyspark-client has no classic session
+        return None
 
 
 def received() -> int | None:
@@ -147,25 +167,24 @@ def _quiet() -> None:
 
 
 def cancel_jobs() -> None:
-    """Silence Spark's log and cancel every running job of this process's session."""
+    """Silence Spark's log and cancel every running job of this process's session (a Spark
+    Connect server's operations by ``interruptAll``)."""
     _quiet()
     try:
-        from pyspark import SparkContext
-
-        context = SparkContext._active_spark_context
-        if context is not None:
-            context.setLogLevel("OFF")
-            context.cancelAllJobs()
-    except Exception as exc:  # a JVM already gone: nothing runs
+        session = _watched()
+        if session is not None:
+            engine_of(session).cancel_all()
+    except Exception as exc:  # a JVM already gone, a server not answering: nothing to cancel
         log.debug("cancelling Spark jobs: %s", exc)
 
 
 def _gateway_process() -> Any:
-    """The JVM this process started (PySpark's gateway), or None."""
-    try:
-        from pyspark import SparkContext
-    except ImportError:
+    """The JVM this process started (PySpark's gateway), or None (Spark Connect: none)."""
+    session = _watched()
+    if session is None or engine_of(session).kind != CLASSIC:
         return None
+    from pyspark import SparkContext
+
     return getattr(getattr(SparkContext, "_gateway", None), "proc", None)
 
 
@@ -179,11 +198,9 @@ def _kill_jvm_and_exit(code: int) -> None:
 
 def _stop_context() -> None:
     try:
-        from pyspark import SparkContext
-
-        context = SparkContext._active_spark_context
-        if context is not None:
-            context.stop()
+        session = _watched()
+        if session is not None:
+            session.stop()
     except Exception as exc:  # stopping what already broke: the exit code is what matters
         log.debug("stopping Spark after a signal: %s", exc)
 

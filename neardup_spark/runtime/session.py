@@ -1,16 +1,25 @@
-"""Building the SparkSession for the command line and ``jobs/`` entry points."""
+"""Building the SparkSession for the command line and ``jobs/`` entry points: a classic one
+(local mode, a cluster's master, spark-submit's) or a Spark Connect client (``--remote``)."""
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import sys
+from typing import Any
+from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
 from neardup_spark.config import SessionSettings
-from neardup_spark.redaction import SPARK_REDACTION_REGEX
+from neardup_spark.errors import UserError
+from neardup_spark.redaction import SPARK_REDACTION_REGEX, redact_remote
 from neardup_spark.runtime import console, interrupts, jvm_archive
+from neardup_spark.runtime.engine import ConnectEngine, engine_of
 from neardup_spark.runtime.spark_compat import check_spark_version
+
+log = logging.getLogger(__name__)
 
 # Applied when this process starts the JVM itself in local mode; any of them can be overridden
 # with --set spark.KEY=VALUE or a config file's ``spark:`` mapping.
@@ -87,17 +96,39 @@ def keep_column_types(spark: SparkSession) -> None:
         spark.conf.set(name, value)
 
 
+def spark_section(spark: SparkSession) -> dict[str, Any]:
+    """The report's ``spark`` section: version, master, and the kind of session."""
+    engine = engine_of(spark)
+    return {"version": spark.version, "master": engine.master(), "session": engine.kind}
+
+
+def remote_url(settings: SessionSettings) -> str | None:
+    """The Spark Connect server to use: ``remote`` (``--remote``), else ``spark.remote`` of
+    the ``spark:`` settings, else ``$SPARK_REMOTE``; None for a classic session."""
+    return settings.remote or settings.spark.get("spark.remote") or os.environ.get("SPARK_REMOTE")
+
+
 def build_session(
     settings: SessionSettings | None = None, app_name: str = "neardup-spark"
 ) -> SparkSession:
     """A SparkSession with ``settings`` (default: :class:`SessionSettings`'s).
 
-    Master: the one spark-submit was given wins; else ``settings.master``; else ``local[*]``.
-    Python workers run the interpreter running this code unless PYSPARK_PYTHON says otherwise.
-    Unless :mod:`~neardup_spark.runtime.console` is verbose, a JVM started here keeps quiet.
+    Spark Connect when :func:`remote_url` names a server (:func:`connect_session`). Else a
+    classic session, whose master is the one spark-submit was given, else ``settings.master``,
+    else ``local[*]``. Python workers run the interpreter running this code unless
+    PYSPARK_PYTHON says otherwise. Unless :mod:`~neardup_spark.runtime.console` is verbose, a
+    JVM started here keeps quiet.
     """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = settings or SessionSettings()
+    remote = remote_url(settings)
+    if remote and not under_spark_submit():
+        if settings.master:
+            raise UserError(
+                f"give a master (--master {settings.master}) or a Spark Connect server "
+                f"(--remote {redact_remote(remote)}), not both"
+            )
+        return connect_session(remote, settings, app_name)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     conf: dict[str, str] = {}
     jvm_env: dict[str, str] = {}
@@ -127,6 +158,7 @@ def build_session(
     try:
         spark = builder.getOrCreate()
         interrupts.install()  # over PySpark's SIGINT handler (runtime/interrupts.py)
+        interrupts.watch(spark)
     finally:
         for name in jvm_env:
             os.environ.pop(name, None)
@@ -134,6 +166,70 @@ def build_session(
             console.restore_stderr(real_stderr)
     keep_column_types(spark)
     default_level = "ERROR" if quiet else "WARN"
-    spark.sparkContext.setLogLevel(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", default_level))
+    engine_of(spark).quiet(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", default_level))
     check_spark_version(spark)
     return spark
+
+
+# Seconds to wait for a Spark Connect server's port to answer before saying it is not there.
+CONNECT_TIMEOUT_SECONDS = 15.0
+_DEFAULT_CONNECT_PORT = 15002
+
+
+def check_reachable(url: str, timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
+    """Refuse (:class:`UserError`, exit 2) a Spark Connect URL that is malformed or whose host
+    and port do not answer, before the client's retries would wait minutes for it."""
+    shown = redact_remote(url)
+    parts = urlsplit(url.split(";", 1)[0])
+    if parts.scheme != "sc" or not parts.hostname:
+        raise UserError(f"not a Spark Connect URL: {shown} (expected sc://HOST:PORT)")
+    host, port = parts.hostname, parts.port or _DEFAULT_CONNECT_PORT
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UserError(
+            f"cannot reach the Spark Connect server at {shown} ({reason}); is it running?"
+        ) from None
+
+
+def connect_session(url: str, settings: SessionSettings, app_name: str) -> SparkSession:
+    """A Spark Connect session to ``url``, with the settings a client may change (runtime SQL
+    settings); a setting that belongs to the server (static: memory, the worker daemon,
+    plugins) is a :class:`UserError` saying so."""
+    check_reachable(url)
+    if not console.SETTINGS.verbose:
+        console.quiet_connect_client()
+    try:
+        spark = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
+        check_spark_version(spark)
+    except UserError:
+        raise
+    except Exception as exc:  # the server answered TCP but not as a Spark Connect server
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(
+            f"cannot open a Spark Connect session at {redact_remote(url)}: {first}"
+        ) from None
+    engine = engine_of(spark)
+    if isinstance(engine, ConnectEngine):
+        engine.tag_run()  # Ctrl-C interrupts this run's operations by their tag
+    interrupts.watch(spark)
+    wanted = {k: v for k, v in settings.spark.items() if k != "spark.remote"}
+    wanted["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(settings.arrow_batch_size)
+    for key, value in wanted.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception as exc:  # the server refuses a static or unknown setting
+            spark.stop()
+            raise UserError(
+                f"{key} cannot be set from a Spark Connect client ({_first_line(exc)}); it is "
+                "the server's setting: set it where the Spark Connect server starts"
+            ) from None
+    keep_column_types(spark)
+    return spark
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__

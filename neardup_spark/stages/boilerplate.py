@@ -5,15 +5,17 @@ and write (:mod:`neardup_spark.pipeline.boilerplate`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
-from pyspark import AccumulatorParam
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup_spark.batch import over_batches
 from neardup_spark.batch.boilerplate import (
+    EXAMPLES,
     BoilerplateSet,
     Examples,
     cleaned_features_fn,
@@ -49,6 +51,18 @@ COUNT_FIELDS = [
     T.StructField(EMPTIED, T.BooleanType(), False),
     T.StructField(CHARS, T.LongType(), False),
 ]
+# The examples column (batch.boilerplate.EXAMPLES): per batch, the text of removed units among
+# the report's keys; aggregated by example_columns, then dropped.
+EXAMPLES_FIELD = T.StructField(
+    EXAMPLES,
+    T.MapType(
+        T.LongType(),
+        T.StructType(
+            [T.StructField("text", T.StringType()), T.StructField("group", T.StringType())]
+        ),
+    ),
+    True,
+)
 
 
 def check_boilerplate_columns(df: DataFrame, config: DedupeConfig) -> None:
@@ -164,12 +178,12 @@ def drop_lists(config: DedupeConfig, boilerplate: DataFrame) -> Callable[[DataFr
     return transform
 
 
-def stripped_schema(df: DataFrame) -> T.StructType:
+def stripped_schema(df: DataFrame, with_examples: bool = False) -> T.StructType:
     """Output schema of :func:`stripped_texts`: the input's columns (helpers left out), then the
-    counts."""
-    helpers = {GROUP, DROP_KEYS, *(f.name for f in COUNT_FIELDS)}
+    counts (and the examples)."""
+    helpers = {GROUP, DROP_KEYS, EXAMPLES, *(f.name for f in COUNT_FIELDS)}
     fields = [f for f in df.schema.fields if f.name not in helpers]
-    return T.StructType([*fields, *COUNT_FIELDS])
+    return T.StructType([*fields, *COUNT_FIELDS, *([EXAMPLES_FIELD] if with_examples else [])])
 
 
 def stripped_texts(
@@ -178,7 +192,7 @@ def stripped_texts(
     text_col: str,
     boilerplate: Callable[[], BoilerplateSet],
     drops: DataFrame | None = None,
-    on_examples: Callable[[Examples], object] | None = None,
+    with_examples: bool = False,
     keep_emptied: bool = False,
 ) -> Callable[[DataFrame], DataFrame]:
     """Rows -> the same rows (every one, all columns) with the boilerplate units removed from
@@ -187,9 +201,10 @@ def stripped_texts(
     ``__neardup_units`` (units with words before), ``__neardup_emptied`` (the text was all
     boilerplate and is now empty) and ``__neardup_chars`` (characters before).
 
-    ``boilerplate`` gives the broadcast :class:`BoilerplateSet` on the executors; with ``drops``
+    ``boilerplate`` gives the :class:`BoilerplateSet` on the executors; with ``drops``
     (:func:`drop_lists`) each document's own list is joined to it instead and the set only names
-    the units whose text the report shows (``on_examples`` receives them). ``keep_emptied``:
+    the units whose text the report shows (``with_examples``: in the examples column, which
+    :func:`example_columns` aggregates). ``keep_emptied``:
     a text that was all boilerplate stays whole (the dedupe fingerprints it, so that pages
     that are nothing but template still cluster as a plain dedupe clusters them).
     """
@@ -202,9 +217,9 @@ def stripped_texts(
         if drops is not None:
             rows = _with_drops(rows, id_col, drops)
         per_batch = strip_columns_fn(
-            config, text_col, id_col, boilerplate, on_examples, keep_emptied
+            config, text_col, id_col, boilerplate, with_examples, keep_emptied
         )
-        return rows.mapInArrow(over_batches(per_batch), stripped_schema(rows))
+        return rows.mapInArrow(over_batches(per_batch), stripped_schema(rows, with_examples))
 
     return transform
 
@@ -220,20 +235,23 @@ def cleaned_document_features(
     config: DedupeConfig,
     boilerplate: Callable[[], BoilerplateSet],
     drops: DataFrame | None = None,
-    on_examples: Callable[[Examples], object] | None = None,
+    with_examples: bool = False,
     before_batch: Callable[[], None] | None = None,
 ) -> Callable[[DataFrame], DataFrame]:
     """Documents (``doc_id``, ``text``, optionally ``__neardup_group``) -> the per-document
     pass's table (:func:`~neardup_spark.stages.documents.documents_schema`, no shingle sets)
     of their cleaned texts, plus the cleaning's count columns: cleaning and fingerprinting in
     one Arrow pass (``dedupe --strip-boilerplate``). ``boilerplate``, ``drops``,
-    ``on_examples``: as for :func:`stripped_texts`; ``before_batch`` runs before each batch."""
+    ``with_examples``: as for :func:`stripped_texts`; ``before_batch`` runs before each batch."""
 
     def transform(docs: DataFrame) -> DataFrame:
         schema = documents_schema(config, docs.schema[DOC_ID].dataType, with_sets=False)
         rows = docs if drops is None else _with_drops(docs, DOC_ID, drops)
-        per_batch = cleaned_features_fn(config, boilerplate, on_examples, before_batch)
-        return rows.mapInArrow(over_batches(per_batch), T.StructType([*schema, *COUNT_FIELDS]))
+        per_batch = cleaned_features_fn(config, boilerplate, with_examples, before_batch)
+        extra = [EXAMPLES_FIELD] if with_examples else []
+        return rows.mapInArrow(
+            over_batches(per_batch), T.StructType([*schema, *COUNT_FIELDS, *extra])
+        )
 
     return transform
 
@@ -252,16 +270,24 @@ def count_columns() -> list[Column]:
     ]
 
 
-class ExamplesParam(AccumulatorParam):
-    """Accumulates :data:`~neardup_spark.batch.boilerplate.Examples`: per key the smallest
-    (text, group), so a task run twice adds nothing new."""
+def example_columns(keys: list[int]) -> list[Column]:
+    """One aggregate per key of ``keys``: the smallest (text, group) of that unit among the
+    examples column's batches (null when no batch removed it), as JSON (an observed metric
+    comes back as plain values only), named ``example_I``."""
+    return [
+        F.to_json(F.min(F.element_at(F.col(EXAMPLES), F.lit(key).cast("long")))).alias(
+            f"example_{i}"
+        )
+        for i, key in enumerate(keys)
+    ]
 
-    def zero(self, value: Examples) -> Examples:
-        return {}
 
-    def addInPlace(self, value1: Examples, value2: Examples) -> Examples:
-        for key, example in value2.items():
-            seen = value1.get(key)
-            if seen is None or (example[0], example[1] or "") < (seen[0], seen[1] or ""):
-                value1[key] = example
-        return value1
+def examples_of(row: dict[str, Any], keys: list[int]) -> Examples:
+    """:func:`example_columns`' values (``row``: name -> JSON) as key -> (text, group)."""
+    out: Examples = {}
+    for i, key in enumerate(keys):
+        found = row.get(f"example_{i}")
+        if found is not None:
+            example = json.loads(found)
+            out[key] = (example.get("text"), example.get("group"))
+    return out

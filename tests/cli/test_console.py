@@ -50,13 +50,13 @@ def test_the_filter_drops_only_the_known_noise():
 
 
 class FakeTracker:
-    """Spark's status tracker for one stage of 40 tasks, 10 of them done."""
+    """A progress source for one stage of 40 tasks, 10 of them done."""
 
-    def getActiveStageIds(self):
+    def active_stage_ids(self):
         return [7]
 
-    def getStageInfo(self, stage_id):
-        return StageInfo(40, 10)
+    def stage_tasks(self, stage_id):
+        return (10, 40)
 
 
 class Terminal(io.StringIO):
@@ -85,11 +85,12 @@ class TwoStageTracker:
         self.active = [7]
         self.infos = {7: StageInfo(40, 10), 8: StageInfo(10, 0)}
 
-    def getActiveStageIds(self):
+    def active_stage_ids(self):
         return self.active
 
-    def getStageInfo(self, stage_id):
-        return self.infos[stage_id]
+    def stage_tasks(self, stage_id):
+        info = self.infos[stage_id]
+        return (info.numCompletedTasks, info.numTasks)
 
 
 def test_tasks_add_up_over_the_spark_stages_a_stage_runs():

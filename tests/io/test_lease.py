@@ -202,10 +202,10 @@ def test_lease_entries():
 def test_hadoop_storage_creates_exclusively_and_holds_a_lease(spark, tmp_path):
     """The Hadoop FileSystem path (HDFS, object stores) on the local file system: rename
     without overwrite refuses an existing target; a lease works on it as on local paths."""
-    from neardup_spark.io.filesystem import HadoopStorage
+    from neardup_spark.io.hadoop_storage import HadoopStorage
 
     root = f"file://{tmp_path}/hadoop"
-    storage = HadoopStorage(spark, root)
+    storage = HadoopStorage(spark.sparkContext._jsc.hadoopConfiguration(), root)
     assert storage.put_if_absent(f"{root}/entry", "first\n")
     assert not storage.put_if_absent(f"{root}/entry", "second\n")
     assert storage.read_text(f"{root}/entry") == "first\n"

@@ -11,10 +11,15 @@ import pytest
 
 from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import files_read, read_corpus
-from neardup_spark.io.filesystem import LocalStorage, hadoop_path, is_local, pyarrow_filesystem
+from neardup_spark.io.filesystem import LocalStorage, is_local, pyarrow_filesystem
 from neardup_spark.io.paths import check_writable, for_hadoop, local_path, scheme_of
 
 ODD = " é%#=,:"
+
+
+def hadoop_path(spark, path):
+    """Hadoop's own Path for ``path``, as a classic session's JVM reads it."""
+    return spark.sparkContext._jvm.org.apache.hadoop.fs.Path(for_hadoop(path))
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,225 @@
+"""The job over Spark Connect: a real Connect server in a process of its own (a local classic
+session with Spark's Connect plugin), ``neardup ... --remote sc://...`` in another, against the
+same commands run classic in this process on the suite's session. Clusters, pairs and
+deduplicated rows, exit codes and ``error:`` lines must be the same. ``make test-compat``
+repeats this from a venv holding ``pyspark-client`` and no Java."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.bench.connect_server import connect_server
+from neardup_spark.quality.generate import generate_corpus
+from neardup_spark.runtime.faults import SLOW_BATCH_ENV
+
+REPO = Path(__file__).resolve().parents[2]
+NEARDUP = (sys.executable, "-m", "neardup_spark")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One server for the module; its workers slow down only once ``slow_dir(server)`` exists
+    (the signal test)."""
+    work = tmp_path_factory.mktemp("connect")
+    armed = {SLOW_BATCH_ENV: str(work / "slow" / "marker")}
+    with connect_server(work, extra_env=armed) as running:
+        running.slow_marker = work / "slow" / "marker"  # type: ignore[attr-defined]
+        yield running
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """600 documents with planted near-duplicates, a quality column for --prefer."""
+    table, _ = generate_corpus(600, seed=7, mean_words=80)
+    quality = pa.array([(i * 37) % 11 for i in range(table.num_rows)], pa.int64())
+    path = tmp_path_factory.mktemp("corpus") / "corpus"
+    path.mkdir()
+    pq.write_table(table.append_column("quality", quality), path / "part-0.parquet")
+    return path
+
+
+@pytest.fixture
+def cli(spark, monkeypatch):
+    """``neardup ...`` classic, in this process, on the suite's session."""
+    from neardup_spark.cli.app import main
+
+    for command in ("dedupe", "index", "boilerplate"):
+        monkeypatch.setattr(f"neardup_spark.cli.{command}.build_session", lambda *_, **__: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    return main
+
+
+def remote(server, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``neardup ARGS --remote URL`` in a process of its own (a Connect client: no JVM)."""
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    return subprocess.run(
+        [*NEARDUP, *args, "--remote", server.url],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env=env,
+    )
+
+
+def rows(path: Path, table: str) -> list[tuple]:
+    """A table of a run's OUTPUT as sorted tuples."""
+    data = pq.read_table(path / table).to_pylist()
+    return sorted(tuple(sorted(row.items())) for row in data)
+
+
+def assert_same_outputs(classic: Path, connect: Path, tables=("clusters", "pairs")) -> None:
+    for table in tables:
+        assert rows(classic, table) == rows(connect, table), table
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("--method", "minhash"),
+        ("--method", "simhash"),
+        ("--strip-boilerplate", "--prefer", "quality desc"),
+    ],
+    ids=["minhash", "simhash", "strip-prefer"],
+)
+def test_dedupe_over_connect_gives_the_classic_outputs(
+    server, corpus, cli, tmp_path, capsys, options
+):
+    classic, connect = tmp_path / "classic", tmp_path / "connect"
+    assert cli(["dedupe", str(corpus), str(classic), *options, "--no-report"]) == 0
+    capsys.readouterr()
+    done = remote(server, "dedupe", str(corpus), str(connect), *options, "--no-report")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same_outputs(classic, connect, ("clusters", "pairs", "deduplicated"))
+    report = (connect / "report.json").read_text()
+    assert '"session": "connect"' in report
+    if "--strip-boilerplate" in options:
+        assert '"top_units"' in report
+
+
+def test_a_night_over_connect_gives_the_classic_index(server, cli, tmp_path, capsys):
+    """Day 1 then day 2 into an index: over Connect, the same outputs and index contents."""
+    table, _ = generate_corpus(500, seed=11, mean_words=80)
+    days = {}
+    for day, part in (("day1", table.slice(0, 260)), ("day2", table.slice(260))):
+        days[day] = tmp_path / day
+        days[day].mkdir()
+        pq.write_table(part, days[day] / "part-0.parquet")
+    for kind in ("classic", "connect"):
+        index = tmp_path / f"index-{kind}"
+        for day, path in days.items():
+            out = tmp_path / f"{kind}-{day}"
+            args = ["dedupe", str(path), str(out), "--index", str(index)]
+            if kind == "classic":
+                assert cli(args) == 0, capsys.readouterr().err
+            else:
+                done = remote(server, *args)
+                assert done.returncode == 0, done.stderr[-3000:]
+    for day in days:
+        assert_same_outputs(
+            tmp_path / f"classic-{day}",
+            tmp_path / f"connect-{day}",
+            ("clusters", "pairs", "changed_clusters", "deduplicated"),
+        )
+
+
+def test_user_errors_over_connect_are_the_classic_ones(server, corpus, cli, tmp_path, capsys):
+    """A missing column (Connect analyses lazily: still exit 2 before any job), a setting
+    that belongs to the server, a server that is not there."""
+    args = ["dedupe", str(corpus), str(tmp_path / "o1"), "--text-col", "body"]
+    assert cli(args) == 2
+    classic = error_lines(capsys.readouterr().err)
+    done = remote(server, *args)
+    assert (done.returncode, error_lines(done.stderr)) == (2, classic)
+    others = [line for line in done.stderr.splitlines() if "neardup_spark.progress" not in line]
+    assert len(others) == 1, done.stderr  # no client log, no server stack trace
+
+    static = remote(
+        server, "dedupe", str(corpus), str(tmp_path / "o2"), "--set", "spark.driver.memory=4g"
+    )
+    assert static.returncode == 2
+    assert (
+        error_lines(static.stderr)
+        == [
+            line
+            for line in error_lines(static.stderr)
+            if "spark.driver.memory cannot be set" in line
+        ]
+        != []
+    )
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens once it is closed
+    gone = subprocess.run(
+        [
+            *NEARDUP,
+            "dedupe",
+            str(corpus),
+            str(tmp_path / "o3"),
+            "--remote",
+            f"sc://127.0.0.1:{port}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert gone.returncode == 2
+    assert error_lines(gone.stderr) == [
+        f"error: cannot reach the Spark Connect server at sc://127.0.0.1:{port} "
+        "(Connection refused); is it running?"
+    ]
+
+
+def test_sigint_interrupts_the_servers_operations_and_the_server_goes_on(server, tmp_path):
+    """Ctrl-C of a client: its operations on the server are interrupted by their tag, it exits
+    130 with one line, and the server serves the next run."""
+    table, _ = generate_corpus(300, seed=3, mean_words=60)
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(table, data / "part-0.parquet")
+    marker = server.slow_marker
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    marker.parent.mkdir()  # the server's per-document batches now sleep
+    try:
+        proc = subprocess.Popen(
+            [*NEARDUP, "dedupe", str(data), str(tmp_path / "out"), "--remote", server.url],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 180
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists() and proc.poll() is None
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        marker.unlink(missing_ok=True)
+        marker.parent.rmdir()
+    assert proc.returncode == 130, stderr
+    assert took <= 10, f"{took:.1f} s"
+    lines = [line for line in stderr.splitlines() if "neardup_spark.progress" not in line]
+    assert len(lines) == 1 and lines[0].startswith("interrupted by SIGINT: "), stderr
+    again = remote(server, "dedupe", str(data), str(tmp_path / "out"), "--no-report")
+    assert again.returncode == 0, again.stderr[-3000:]
