@@ -29,6 +29,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
+	$(BIN)/neardup warmup
 	@touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv: the package with all extras and dev tools, pinned by constraints.txt
@@ -50,7 +51,17 @@ $(COMPAT_DIR)/%/.installed: pyproject.toml
 	$(COMPAT_DIR)/$*/bin/pip install --quiet '$(COMPAT_SPARK_$*)' . pytest pytest-timeout hypothesis
 	@touch $@
 
-test-compat: $(STAMP) $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.installed  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's, then wheel-check (~9 min)
+# The Spark Connect client: pyspark-client (no JVM, no py4j) and the package's core, on the Python
+# of the Spark 4 venv (a Connect server's Python workers must run the client's Python version).
+CONNECT_CLIENT := $(COMPAT_DIR)/connect-client
+$(CONNECT_CLIENT)/.installed: pyproject.toml
+	rm -rf $(CONNECT_CLIENT)
+	$(COMPAT_PYTHON_spark4) -m venv $(CONNECT_CLIENT)
+	$(CONNECT_CLIENT)/bin/pip install --quiet --upgrade pip
+	$(CONNECT_CLIENT)/bin/pip install --quiet 'pyspark-client>=4,<5' .
+	@touch $@
+
+test-compat: $(STAMP) $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.installed $(CONNECT_CLIENT)/.installed  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's; the Connect row (a pyspark-client venv without Java against a Connect server); then wheel-check (~12 min)
 	NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/pinned $(BIN)/python -m pytest -q -p no:cacheprovider tests/compat
 	@for env in spark35 spark4; do \
 	  $(COMPAT_DIR)/$$env/bin/pip install --quiet --no-deps --force-reinstall . || exit 1; \
@@ -58,6 +69,9 @@ test-compat: $(STAMP) $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.ins
 	  NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/$$env NEARDUP_COMPAT_REFERENCE=$(COMPAT_DIR)/pinned/clusters.json \
 	    $(COMPAT_DIR)/$$env/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning $(COMPAT_SUITE) || exit 1; \
 	done
+	$(CONNECT_CLIENT)/bin/pip install --quiet --no-deps --force-reinstall .
+	@echo "== connect: server $$($(COMPAT_DIR)/spark4/bin/python -c 'import pyspark; print("pyspark", pyspark.__version__)'), client $$($(CONNECT_CLIENT)/bin/python -c 'import sys, pyspark; print("pyspark-client", pyspark.__version__, "python", sys.version.split()[0])')"
+	NEARDUP_CONNECT_CLIENT=$(abspath $(CONNECT_CLIENT))/bin $(COMPAT_DIR)/spark4/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/compat/test_connect_client.py
 	$(MAKE) --no-print-directory wheel-check
 
 # The wheel users install: built, checked by twine, then installed without its dependencies into

@@ -153,8 +153,9 @@ class DedupeConfig:
     # id, so candidate edges stay linear in the bucket size.
     bucket_all_pairs_max: int = 10
     # Verified graphs up to this many edges get their components in one executor task (SciPy);
-    # larger ones in distributed large-star/small-star rounds.
-    components_single_task_max_edges: int = 2_000_000
+    # larger ones in distributed large-star/small-star rounds. None: as many as one Python
+    # task's memory holds (pipeline/execution.py, single_task_edge_limit).
+    components_single_task_max_edges: int | None = None
     # Nightly runs (--index) of up to this many new documents do their own work (contents,
     # candidates, verification, stable ids, the new segment) on the driver, after the full run's
     # per-document pass; larger batches run every step as Spark jobs. The answer is the same.
@@ -232,7 +233,9 @@ class DedupeConfig:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
         for name in ("components_single_task_max_edges", "nightly_driver_max_docs"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 0:
+            if value is None and name == "components_single_task_max_edges":
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise UserError(f"{name} must be an integer >= 0, got {value!r}")
         if self.bucket_all_pairs_max < 2:
             raise UserError("bucket_all_pairs_max must be >= 2")

@@ -141,3 +141,40 @@ def test_jobs_are_thin_entry_points(job):
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     assert [f.name for f in functions] == ["main"]
     assert len(functions[0].body) == 1 and "job_main" in ast.unparse(functions[0])
+
+
+# What reaches the JVM: a classic session's SparkContext and its py4j gateway, RDDs, broadcast
+# variables, accumulators. Spark Connect has none of them.
+JVM_ATTRIBUTES = {"sparkContext", "_jvm", "_jsc", "_jsparkSession", "_jconf", "_jdf", "rdd"}
+JVM_IMPORTS = {"SparkContext", "Broadcast", "Accumulator", "AccumulatorParam", "StatusTracker"}
+# The classic side of the adapter, the classic-only file system, local-mode and tooling code.
+JVM_ALLOWED = {
+    "neardup_spark.runtime.engine",  # ClassicEngine: the one classic adapter
+    "neardup_spark.runtime.spark_compat",  # Spark 3.5's Arrow shims (classic only)
+    "neardup_spark.runtime.interrupts",  # the local JVM this process started
+    "neardup_spark.runtime.worker_daemon",  # Spark's Python worker daemon (executors)
+    "neardup_spark.io.hadoop_storage",  # Hadoop's file systems (classic sessions)
+    "neardup_spark.bench.jvm_archive",  # builds a local JVM's class archive
+}
+
+
+def test_only_the_classic_adapter_reaches_the_jvm():
+    """Everything a run over Spark Connect executes goes through runtime/engine.py for what
+    differs; no other module touches the SparkContext, py4j, RDDs, broadcasts or accumulators
+    (``make test-compat``'s Connect row runs the job where none of them exists)."""
+    found = []
+    for name, path in modules().items():
+        if name in JVM_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in JVM_ATTRIBUTES:
+                found.append(f"{name}:{node.lineno} .{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and node.module in ("pyspark", "py4j"):
+                found += [
+                    f"{name}:{node.lineno} imports {a.name}"
+                    for a in node.names
+                    if a.name in JVM_IMPORTS or node.module == "py4j"
+                ]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("py4j"):
+                found.append(f"{name}:{node.lineno} imports {node.module}")
+    assert found == []

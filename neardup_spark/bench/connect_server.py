@@ -63,9 +63,11 @@ def connect_server(
     python: str | None = None,
     plain: bool = False,
     extra_env: dict[str, str] | None = None,
+    spark: dict[str, str] | None = None,
 ) -> Iterator[ConnectServer]:
     """Start a server (``python``: the interpreter that runs it and its workers, which must
-    have pyspark 4 and this package), yield it once it serves, stop it on exit."""
+    have pyspark 4 and this package; ``spark``: more settings of its session), yield it once it
+    serves, stop it on exit."""
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"connect-server-{port}.log"
@@ -73,6 +75,8 @@ def connect_server(
     env = {**os.environ, "PYSPARK_PYTHON": python, **(extra_env or {})}
     args = [python, "-m", "neardup_spark.bench.connect_server", "--port", str(port)]
     args += ["--master", master, *(["--plain"] if plain else [])]
+    for key, value in (spark or {}).items():
+        args += ["--set", f"{key}={value}"]
     with log.open("w") as out:
         process = subprocess.Popen(
             args,
@@ -116,13 +120,15 @@ def _stop(process: subprocess.Popen[str]) -> None:
             process.wait(timeout=30)
 
 
-def serve(port: int, master: str, plain: bool) -> None:
+def serve(port: int, master: str, plain: bool, extra: dict[str, str] | None = None) -> None:
     """Run a server in this process until stdin closes (or SIGTERM)."""
     from neardup_spark.config import SessionSettings
     from neardup_spark.runtime.session import build_session
 
     os.environ.pop("SPARK_REMOTE", None)  # this process is the server, not a client
-    settings = SessionSettings(master=master, spark=server_settings(port, plain))
+    settings = SessionSettings(
+        master=master, spark={**server_settings(port, plain), **(extra or {})}
+    )
     spark = build_session(settings, app_name="neardup-connect-server")
     print(f"{READY} sc://127.0.0.1:{port}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.stdin.close())
@@ -137,8 +143,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=15002)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--plain", action="store_true", help="Spark's own worker daemon")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
-    serve(args.port, args.master, args.plain)
+    extra = dict(item.split("=", 1) for item in args.set)
+    serve(args.port, args.master, args.plain, extra)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -70,6 +72,36 @@ def dump(target: str) -> None:
     if proc is not None:  # EOF on its stdin makes the JVM exit, writing the archive first
         proc.stdin.close()
         proc.wait(timeout=300)
+
+
+# A fresh interpreter's time to have every kernel ready, printed by it (runtime/worker_daemon.py).
+_KERNELS = "from neardup_spark.runtime.worker_daemon import warm_kernels; print(warm_kernels())"
+
+
+def kernel_compile_seconds(workdir: Path) -> dict[str, float] | None:
+    """What the first run on a fresh install pays for its kernels (``compile``: numba's cache
+    empty, a cache directory of its own under ``workdir``) against a warm one (``cached``),
+    each in a fresh process; None when it cannot be measured."""
+    cache = workdir / "numba-cache-cold"
+    shutil.rmtree(cache, ignore_errors=True)
+    seconds = {}
+    try:
+        for name in ("compile", "cached"):
+            done = subprocess.run(
+                [sys.executable, "-c", _KERNELS],
+                capture_output=True,
+                text=True,
+                timeout=1800,
+                check=True,
+                env={**os.environ, "NUMBA_CACHE_DIR": str(cache)},
+            )
+            seconds[name] = round(float(done.stdout.strip().splitlines()[-1]), 2)
+    except (subprocess.SubprocessError, ValueError, IndexError, OSError) as exc:
+        log.warning("kernel compile time not measured: %s", exc)
+        return None
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    return seconds
 
 
 def ensure_archive() -> dict[str, Any] | None:

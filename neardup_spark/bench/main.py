@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from neardup_spark.bench.corpora import Corpus, ensure_corpus
-from neardup_spark.bench.jvm_archive import ensure_archive
+from neardup_spark.bench.jvm_archive import ensure_archive, kernel_compile_seconds
 from neardup_spark.bench.machine import machine_info
 from neardup_spark.bench.nightly import run_nightly
 from neardup_spark.bench.ratios import derive
@@ -96,6 +96,7 @@ class MainTable:
         timed out."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.results["settings"]["jvm_archive"] = ensure_archive()
+        self.results["settings"]["kernels"] = kernel_compile_seconds(self.workdir)
         for docs in self.settings.docs:
             self.bench_size(docs)
         derive(self.results["rows"])

@@ -93,6 +93,20 @@ def row_command(row: str, corpus: Path, output: Path, settings: BenchSettings) -
     return [*command, "--master", settings.master, "--threshold", str(settings.threshold)]
 
 
+def without_option(command: list[str], option: str) -> list[str]:
+    """``command`` without ``option`` and its value."""
+    out: list[str] = []
+    skip = False
+    for word in command:
+        if skip:
+            skip = False
+        elif word == option:
+            skip = True
+        else:
+            out.append(word)
+    return out
+
+
 def _tail(path: Path, lines: int = 6) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -142,7 +156,9 @@ def run_row(row: str, corpus: Corpus, workdir: Path, settings: BenchSettings) ->
     record.update(command=command, log=str(log_path), output=str(output))
     variant = VARIANTS.get(row, Variant())
     try:
-        with variant_setup(variant, run_dir) as (extra, cluster_pids):
+        with variant_setup(variant, run_dir, settings.master) as (extra, cluster_pids):
+            if variant.connect:  # the server runs the master; the client names the server
+                command = without_option(command, "--master")
             command += extra
             if variant.killed_after:
                 killed = kill_after_stage(command, child_env(), variant.killed_after, run_dir)

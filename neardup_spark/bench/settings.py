@@ -12,6 +12,7 @@ ROWS = (
     "neardup-simhash",
     "neardup-strip",
     "neardup-boilerplate",
+    "neardup-connect",
     "spark-mllib",
     "datasketch",
 )

@@ -175,6 +175,18 @@ def machine_line(machine: dict[str, Any]) -> str:
     )
 
 
+def _kernels_note(kernels: dict[str, float] | None) -> str:
+    """What a fresh install's first run pays for its kernels (``neardup warmup`` pays it at
+    install time instead)."""
+    if not kernels:
+        return ""
+    return (
+        f" Kernels: {kernels['compile']:.1f} s to compile on a fresh install (numba's cache "
+        f"empty; `make setup` / `neardup warmup` pay it once), {kernels['cached']:.1f} s from "
+        "the cache."
+    )
+
+
 def format_markdown(results: dict[str, Any], heading: bool = True) -> str:
     """The whole Markdown report: machine line, settings, the table, neardup stage times
     (without the heading and machine line: the body of a :func:`docs_page`)."""
@@ -185,7 +197,8 @@ def format_markdown(results: dict[str, Any], heading: bool = True) -> str:
         f"Settings: master {s.get('master')}, threshold {s.get('threshold')}, corpus seed "
         f"{s.get('seed')}, sizes {', '.join(f'{n:,}' for n in s.get('docs', []))}; "
         f"total bench wall {_fmt(results.get('total_seconds'), 0)} s; JVM class archive "
-        f"{'on, for every Spark row' if s.get('jvm_archive') else 'off'}.",
+        f"{'on, for every Spark row' if s.get('jvm_archive') else 'off'}."
+        + _kernels_note(s.get("kernels")),
         "",
         main_table(results.get("rows", [])),
         "",

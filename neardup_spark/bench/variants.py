@@ -10,6 +10,11 @@ that row's clusters and pairs (``same_as_minhash`` in ``results.json``, ``same``
     on a Spark standalone cluster of two one-core workers on 127.0.0.1
     (:mod:`~neardup_spark.bench.standalone`), the driver in the row's process (client mode);
     peak memory adds the cluster's processes (daemons, executors, their Python workers).
+``neardup-connect``
+    from a client process over Spark Connect, against a Connect server on 127.0.0.1 started for
+    the row (:mod:`~neardup_spark.bench.connect_server`) with Spark's own Python worker daemon,
+    as a managed service runs it; the server's start is not counted (as a JVM's start is not),
+    its processes' memory is.
 ``neardup-resume``
     the job is started, SIGKILLed once its candidates stage is kept (the test hook
     ``NEARDUP_PAUSE_AT=after_candidates``), then run again: the row measures that rerun, which
@@ -34,6 +39,7 @@ from typing import Any
 
 import pyarrow.dataset as ds
 
+from neardup_spark.bench.connect_server import connect_server
 from neardup_spark.bench.standalone import standalone_cluster
 from neardup_spark.runtime.faults import PAUSE_AT_ENV, PAUSE_MARKER_ENV
 
@@ -60,6 +66,7 @@ class Variant:
 
     args: tuple[str, ...] = ()
     cluster: bool = False  # on a two-worker standalone cluster
+    connect: bool = False  # over Spark Connect, to a local server
     killed_after: str | None = None  # SIGKILLed after this stage once, then measured again
 
 
@@ -67,14 +74,22 @@ VARIANTS = {
     "neardup-distributed-cc": Variant(args=("--set", "components_single_task_max_edges=0")),
     "neardup-64-partitions": Variant(args=("--set", "spark.sql.shuffle.partitions=64")),
     "neardup-standalone": Variant(cluster=True),
+    "neardup-connect": Variant(connect=True),
     "neardup-resume": Variant(killed_after="candidates"),
 }
 
 
 @contextlib.contextmanager
-def variant_setup(variant: Variant, run_dir: Path) -> Iterator[tuple[list[str], list[int]]]:
+def variant_setup(
+    variant: Variant, run_dir: Path, master: str = "local[2]"
+) -> Iterator[tuple[list[str], list[int]]]:
     """``(extra command-line options, more pids whose memory counts)`` while the row runs: a
-    standalone cluster's master URL and settings, and its processes, for a cluster row."""
+    standalone cluster's master URL and settings, and its processes, for a cluster row; a
+    Connect server's URL and process for the Connect row (``master``: the server's)."""
+    if variant.connect:
+        with connect_server(run_dir / "connect", master=master, plain=True) as server:
+            yield [*variant.args, "--remote", server.url], [server.process.pid]
+        return
     if not variant.cluster:
         yield list(variant.args), []
         return

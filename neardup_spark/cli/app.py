@@ -28,6 +28,7 @@ from neardup_spark.cli import (
     ingest,
     jvm_archive,
     report,
+    warmup,
 )
 from neardup_spark.cli.options import CliParser
 from neardup_spark.errors import EXIT_FAILURE, EXIT_USER_ERROR, UserError, index_damage_in
@@ -49,6 +50,7 @@ SUBCOMMANDS = (
     evaluate,
     generate,
     jvm_archive,
+    warmup,
     eval_extract,
     eval_boilerplate,
 )

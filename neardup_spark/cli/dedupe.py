@@ -24,6 +24,7 @@ from neardup_spark.io.corpus import CorpusSource, check_paths_apart
 from neardup_spark.io.formats import INPUT_FORMATS
 from neardup_spark.nightly.run import check_incremental_config, run_incremental
 from neardup_spark.pipeline.dedupe import run
+from neardup_spark.pipeline.tables import OutputTables
 from neardup_spark.report.html import write_report
 from neardup_spark.runtime.session import build_session
 
@@ -40,7 +41,9 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "output",
-        help="output directory (clusters/, pairs/, deduplicated/, report.json)",
+        nargs="?",
+        help="output directory (clusters/, pairs/, deduplicated/, report.json); with "
+        "--output-table, optional: report.json only",
     )
     parser.add_argument(
         "--input-format",
@@ -70,6 +73,13 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
     add_master_options(parser)
     add_output_options(parser)
     parser.add_argument(
+        "--output-table",
+        metavar="PREFIX",
+        help="write the outputs as tables of the session's catalog, PREFIX_clusters, "
+        "PREFIX_pairs and PREFIX_deduplicated, in its default format (Delta on Databricks); "
+        "OUTPUT then holds report.json only, and may be left out (docs/output.md)",
+    )
+    parser.add_argument(
         "--skip-corrupt",
         action="store_true",
         default=None,
@@ -93,6 +103,11 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not write OUTPUT/report.html (figures and the largest clusters)",
     )
+    add_index_options(parser)
+
+
+def add_index_options(parser: argparse.ArgumentParser) -> None:
+    """``--index DIR`` and ``--index-buckets N``: a nightly run against an index."""
     parser.add_argument(
         "--index",
         metavar="DIR",
@@ -154,7 +169,12 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"wall time         {report['wall_seconds']:.1f} s "
         f"(+ {report.get('spark_start_seconds', 0):.1f} s Spark start-up)",
         f"throughput        {report['docs_per_second']:,.0f} docs/s",
-        f"output            {report['output']}",
+        *([f"output            {report['output']}"] if report.get("output") else []),
+        *(
+            [f"tables            {', '.join(report['output_tables'])}"]
+            if report.get("output_tables")
+            else []
+        ),
         *resume_lines(report),
     ]
 
@@ -162,8 +182,13 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 def corpus_source(args: argparse.Namespace) -> CorpusSource:
     """INPUT, or ``--input-table``, with ``--input-format``; INPUT, OUTPUT and the index must
     not overlap (checked here too, before Spark starts)."""
+    if args.input_table and args.input is not None and args.output is None:
+        args.input, args.output = None, args.input  # --input-table T OUTPUT: one positional
+    if args.output is None and not args.output_table:
+        raise UserError("give OUTPUT (a directory), or --output-table PREFIX")
     source = CorpusSource(args.input, args.input_table, args.input_format)
-    paths = {"output": args.output, **({"index": args.index} if args.index else {})}
+    paths = {**({"output": args.output} if args.output else {})}
+    paths.update({"index": args.index} if args.index else {})
     check_paths_apart({**paths, **({"input": source.path} if source.path else {})})
     return source
 
@@ -185,7 +210,10 @@ def run_dedupe(args: argparse.Namespace) -> int:
     if args.index:
         if args.no_resume:
             raise UserError("--no-resume is for full runs; a nightly run completes its batch")
+        if args.output_table:
+            raise UserError("--output-table is for full runs; a nightly run writes OUTPUT")
         return run_nightly(args, job, source)
+    tables = OutputTables(args.output_table, args.overwrite) if args.output_table else None
     if args.index_buckets is not None:
         raise UserError("--index-buckets needs --index DIR")
     log.info("config: %s", job.to_dict())
@@ -203,12 +231,13 @@ def run_dedupe(args: argparse.Namespace) -> int:
                 session=job.session,
                 resume=not args.no_resume,
                 lock_timeout=job.session.lock_timeout,
+                tables=tables,
             )
     finally:
         spark.stop()
     report["spark_start_seconds"] = round(spark_start, 2)
     print("\n".join(summary_lines(report)))
-    if not args.no_report:
+    if not args.no_report and args.output is not None and tables is None:
         write_html_report(args.output, args.input)
     return EXIT_OK
 

@@ -176,24 +176,16 @@ class ArrowStorage:
 
 
 def _s3_create_if_absent(fs: pafs.FileSystem, inner: str, data: bytes) -> bool | None:
-    """An S3 conditional PUT (``If-None-Match: *``) through boto3, with the endpoint and region
-    of PyArrow's S3 file system; None when boto3 is not installed or the store does not take
-    the condition."""
+    """An S3 conditional PUT (``If-None-Match: *``) through boto3, with the endpoint, region and
+    credentials PyArrow's S3 file system was given (else boto3's own defaults); None when boto3
+    is not installed or the store does not take the condition."""
     try:
         import boto3
         from botocore.exceptions import ClientError
     except ImportError:
         return None
     bucket, _, key = inner.partition("/")
-    options: dict[str, Any] = {}
-    if isinstance(fs, pafs.S3FileSystem):
-        region = getattr(fs, "region", None)
-        if region:
-            options["region_name"] = region
-        endpoint = _s3_endpoint(fs)
-        if endpoint:
-            options["endpoint_url"] = endpoint
-    client = boto3.client("s3", **options)
+    client = boto3.client("s3", **_boto3_options(fs))
     try:
         client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
     except ClientError as exc:
@@ -206,16 +198,24 @@ def _s3_create_if_absent(fs: pafs.FileSystem, inner: str, data: bytes) -> bool |
     return True
 
 
-def _s3_endpoint(fs: pafs.S3FileSystem) -> str | None:
-    """The endpoint PyArrow's S3 file system was given (``endpoint_override``), as a URL."""
+def _boto3_options(fs: pafs.FileSystem) -> dict[str, Any]:
+    """boto3 client options matching a PyArrow S3 file system's (what it pickles itself with)."""
     try:
-        reduced = fs.__reduce__()[1][0]  # the options PyArrow pickles it with
-    except Exception:  # an unpicklable build: take boto3's defaults
-        return None
-    endpoint = reduced.get("endpoint_override") if isinstance(reduced, dict) else None
-    if not endpoint:
-        return None
-    if "://" in endpoint:
-        return str(endpoint)
-    scheme = reduced.get("scheme", "https")
-    return f"{scheme}://{endpoint}"
+        given = fs.__reduce__()[1][0]
+    except Exception:  # not PyArrow's S3 file system: boto3's defaults
+        return {}
+    if not isinstance(given, dict):
+        return {}
+    options: dict[str, Any] = {}
+    if given.get("region"):
+        options["region_name"] = given["region"]
+    endpoint = given.get("endpoint_override")
+    if endpoint:
+        scheme = given.get("scheme") or "https"
+        options["endpoint_url"] = endpoint if "://" in endpoint else f"{scheme}://{endpoint}"
+    if given.get("access_key") and given.get("secret_key"):
+        options["aws_access_key_id"] = given["access_key"]
+        options["aws_secret_access_key"] = given["secret_key"]
+        if given.get("session_token"):
+            options["aws_session_token"] = given["session_token"]
+    return options

@@ -26,6 +26,7 @@ from neardup_spark.nightly.steps import (
     touched_members,
     verify_candidates,
 )
+from neardup_spark.pipeline.execution import single_task_edge_limit
 
 
 def index_with_spark(ctx: BatchContext, features: DataFrame) -> IndexedNight:
@@ -53,7 +54,10 @@ def cluster_touched(ctx: BatchContext, touched: Touched, edges: DataFrame) -> Cl
     history = member_history(touched, ctx.n_new)
     stored = ctx.index.pairs() if touched.n_clusters else None
     with ctx.timer.stage("components") as counted:
-        if touched.n_members <= ctx.config.components_single_task_max_edges:
+        limit = single_task_edge_limit(
+            ctx.spark, ctx.config.components_single_task_max_edges, touched.n_members, edges
+        )
+        if touched.n_members <= limit:
             clustered = cluster_on_driver(ctx.spark, history, edges, stored)
         else:
             sizes = (touched.n_members, ctx.n_new)

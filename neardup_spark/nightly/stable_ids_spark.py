@@ -40,7 +40,7 @@ from neardup_spark.nightly.stable_ids import (
 )
 from neardup_spark.nightly.store import BATCH, FP_A, FP_B
 from neardup_spark.pipeline.components import connected_components
-from neardup_spark.pipeline.execution import local_checkpoint
+from neardup_spark.pipeline.execution import local_checkpoint, single_task_edge_limit
 from neardup_spark.runtime.engine import from_arrow_batches
 from neardup_spark.runtime.spark_compat import to_arrow
 from neardup_spark.stages.clusters import exact_pairs, minhash_pairs
@@ -240,11 +240,11 @@ def cluster_with_spark(
     members = keep(history)
     edges = keep(_member_graph(members, new_edges, stored, n_members, keep))
     n_graph = edges.count()
+    limit = single_task_edge_limit(
+        edges.sparkSession, config.components_single_task_max_edges, n_graph, edges
+    )
     labels, rounds = connected_components(
-        edges.select(DOC_A, DOC_B),
-        local_checkpoint,
-        n_edges=n_graph,
-        single_task_max_edges=config.components_single_task_max_edges,
+        edges.select(DOC_A, DOC_B), local_checkpoint, n_edges=n_graph, single_task_max_edges=limit
     )
     if rounds == 0:  # one task's labels, read by several branches below: computed once
         labels = keep(labels)
@@ -255,9 +255,7 @@ def cluster_with_spark(
         .select(F.col(OLD_CLUSTER).alias(OLD_CLUSTER_ID), F.col(CLUSTER_ID).alias(NEW_CLUSTER_ID))
         .distinct()
     )
-    strategy = (
-        "single_task" if n_graph <= config.components_single_task_max_edges else "distributed"
-    )
+    strategy = "single_task" if n_graph <= limit else "distributed"
     return Clustered(
         assigned.select(DOC_ID, HAS_TEXT, EXACT_FP, CLUSTER_ID, BATCH, IS_OLD, OLD_CLUSTER, KEPT),
         changed,

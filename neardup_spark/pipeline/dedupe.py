@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from neardup_spark import __version__
 from neardup_spark.config import DedupeConfig, SessionSettings
+from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import (
     CorpusSource,
     as_documents,
@@ -24,7 +25,7 @@ from neardup_spark.io.corpus import (
     read_corpus,
 )
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
-from neardup_spark.io.output import CHECKPOINT_DIR, REPORT_FILE, OutputDir
+from neardup_spark.io.output import CHECKPOINT_DIR, DEDUPE_LAYOUT, REPORT_FILE, OutputDir
 from neardup_spark.pipeline.boilerplate import boilerplate_step
 from neardup_spark.pipeline.execution import (
     grouped_input,
@@ -45,6 +46,7 @@ from neardup_spark.pipeline.steps import (
     run_report,
     verified_edges,
 )
+from neardup_spark.pipeline.tables import TABLES, TABLES_LAYOUT, OutputTables
 from neardup_spark.runtime.faults import pause_if_asked
 from neardup_spark.runtime.session import keep_column_types, spark_section
 
@@ -141,13 +143,14 @@ def dedupe(
 def run(
     spark: SparkSession,
     input_path: str | CorpusSource,
-    output_path: str,
+    output_path: str | None,
     config: DedupeConfig,
     overwrite: bool = False,
     session: SessionSettings | None = None,
     resume: bool = True,
     *,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    tables: OutputTables | None = None,
 ) -> dict[str, Any]:
     """Read ``input_path`` (a path Spark reads, or a :class:`CorpusSource`: a path in a given
     format, or a table), dedupe, write the output contract under ``output_path``.
@@ -158,13 +161,20 @@ def run(
     of the same input and config resumes from the last one (:mod:`~neardup_spark.pipeline.
     resume`; ``resume=False`` starts afresh). One run writes an OUTPUT at a time: another run
     holding it is waited for up to ``lock_timeout`` seconds. Returns the report.
+
+    ``tables``: the three tables are written to the catalog instead, and OUTPUT (optional then)
+    gets ``report.json`` (:mod:`~neardup_spark.pipeline.tables`).
     """
     source = CorpusSource.of(input_path)
+    if output_path is None:
+        if tables is None:
+            raise UserError("give an OUTPUT directory or --output-table PREFIX")
+        return run_to_tables(spark, source, tables, config, session)
     if source.path is not None:
         check_paths_apart({"input": source.path, "output": output_path})
-    out = OutputDir(spark, output_path)
+    out = OutputDir(spark, output_path, TABLES_LAYOUT if tables else DEDUPE_LAYOUT)
     with out.locked(lock_timeout):
-        return run_locked(spark, source, out, config, overwrite, session, resume)
+        return run_locked(spark, source, out, config, overwrite, session, resume, tables)
 
 
 def run_locked(
@@ -175,11 +185,14 @@ def run_locked(
     overwrite: bool,
     session: SessionSettings | None,
     resume: bool,
+    tables: OutputTables | None = None,
 ) -> dict[str, Any]:
     """:func:`run` holding OUTPUT's lease."""
     started = time.perf_counter()
     timer = StageTimer()
     out.prepare(overwrite, clear_staging=False)
+    if tables is not None:
+        tables.check(spark)
     workers_started = start_python_workers(spark)
     with timer.stage("read"):
         df, skipped_files = read_corpus(
@@ -200,15 +213,7 @@ def run_locked(
     )
     keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
     with timer.stage("write"):
-        run_together(
-            spark,
-            [
-                lambda: result.clusters.write.mode("overwrite").parquet(staged.child("clusters")),
-                lambda: result.deduplicated.write.mode("overwrite").parquet(
-                    staged.child("deduplicated")
-                ),
-            ],
-        )
+        write_outputs(spark, result, staged, tables)
     result.release()
     workers_started()  # long done: the job's Python tasks ran on those workers
     staged.delete(CHECKPOINT_DIR)
@@ -220,6 +225,7 @@ def run_locked(
         {
             "input": source.shown,
             "output": out.path,
+            **({"output_tables": tables.names} if tables else {}),
             "spark": spark_section(spark),
             "skipped_files": skipped_files,
             "stage_seconds": timer.seconds,
@@ -231,6 +237,72 @@ def run_locked(
     manifest = run_manifest(out, df, config, report)
     pause_if_asked("before_commit")
     out.commit(staged, manifest, on_cleared=lambda: pause_if_asked("in_commit"))
+    return report
+
+
+def write_outputs(
+    spark: SparkSession, result: DedupeResult, staged: OutputDir, tables: OutputTables | None
+) -> None:
+    """``clusters/`` and ``deduplicated/`` staged as Parquet (``pairs/`` is already), or the
+    three tables written (pairs from the staged Parquet)."""
+    if tables is None:
+        run_together(
+            spark,
+            [
+                lambda: result.clusters.write.mode("overwrite").parquet(staged.child("clusters")),
+                lambda: result.deduplicated.write.mode("overwrite").parquet(
+                    staged.child("deduplicated")
+                ),
+            ],
+        )
+        return
+    tables.write("pairs", spark.read.parquet(staged.child("pairs")))
+    tables.write("clusters", result.clusters)
+    tables.write("deduplicated", result.deduplicated)
+
+
+def run_to_tables(
+    spark: SparkSession,
+    source: CorpusSource,
+    tables: OutputTables,
+    config: DedupeConfig,
+    session: SessionSettings | None,
+) -> dict[str, Any]:
+    """:func:`run` with no OUTPUT: the stages kept in Spark's cache (not resumable), the three
+    tables written, no ``report.json``. Returns the report."""
+    started = time.perf_counter()
+    timer = StageTimer()
+    workers_started = start_python_workers(spark)
+    with timer.stage("read"):
+        df, skipped_files = read_corpus(
+            spark, source, config.skip_corrupt, (config.id_col, config.text_col)
+        )
+        check_columns(df, config.id_col, config.text_col)
+        tables.check(spark)
+    result = dedupe(df, config, timer=timer)
+    keep_column_types(spark)
+    with timer.stage("write"):
+        for name in TABLES:
+            tables.write(name, getattr(result, name))
+    result.release()
+    workers_started()
+    report = dict(result.report)
+    if session is not None:
+        report["config"] = {**config.to_dict(), **session.to_dict()}
+    wall = time.perf_counter() - started
+    report.update(
+        {
+            "input": source.shown,
+            "output": None,
+            "output_tables": tables.names,
+            "spark": spark_section(spark),
+            "skipped_files": skipped_files,
+            "resumed_stages": [],
+            "stage_seconds": timer.seconds,
+            "wall_seconds": round(wall, 3),
+            "docs_per_second": round(report["counts"]["input_rows"] / wall, 1) if wall else None,
+        }
+    )
     return report
 
 

@@ -27,6 +27,7 @@ from neardup_spark.pipeline.execution import (
     run_alongside,
     shuffle_partitions,
     shuffle_partitions_at_least,
+    single_task_edge_limit,
     spread,
     verify_partitions,
 )
@@ -276,11 +277,15 @@ def cluster_members(
         counts.update(done["counts"])
         return results.load("components"), int(done["rounds"])
     with timer.stage("components") as counted:
+        edges = pairs.select(DOC_A, DOC_B)
+        n_edges = counts["verified_pairs"]
         labels, rounds = connected_components(
-            pairs.select(DOC_A, DOC_B),
+            edges,
             checkpoint,
-            n_edges=counts["verified_pairs"],
-            single_task_max_edges=config.components_single_task_max_edges,
+            n_edges=n_edges,
+            single_task_max_edges=single_task_edge_limit(
+                pairs.sparkSession, config.components_single_task_max_edges, n_edges, edges
+            ),
         )
         if rounds == 0 and (config.representative != "smallest_id" or ranking is not None):
             labels = labels.persist()  # read twice: the single task would run twice

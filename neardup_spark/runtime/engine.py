@@ -189,13 +189,13 @@ class ClassicEngine:
         return lambda df: df.checkpoint(eager=True)
 
     def progress_source(self) -> ProgressSource:
-        return _TrackerProgress(self._context.statusTracker())
+        return TrackerProgress(self._context.statusTracker())
 
     def quiet(self, level: str) -> None:
         self._context.setLogLevel(level)
 
 
-class _TrackerProgress:
+class TrackerProgress:
     """Classic progress: the SparkContext's status tracker."""
 
     def __init__(self, tracker: Any) -> None:
@@ -222,7 +222,7 @@ class ConnectEngine:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self._parallelism: int | None = None
-        self._progress: _HandlerProgress | None = None
+        self._progress: HandlerProgress | None = None
         self._run_tag: str | None = None
 
     def tag_run(self) -> None:
@@ -300,7 +300,7 @@ class ConnectEngine:
 
     def progress_source(self) -> ProgressSource:
         if self._progress is None:
-            self._progress = _HandlerProgress()
+            self._progress = HandlerProgress()
             self.spark.registerProgressHandler(self._progress)  # type: ignore[attr-defined]
         return self._progress
 
@@ -308,7 +308,7 @@ class ConnectEngine:
         return None
 
 
-class _HandlerProgress:
+class HandlerProgress:
     """Connect progress: what the server reports with each operation's responses
     (``registerProgressHandler``, Spark 4), kept for the display's thread to read."""
 

@@ -186,6 +186,18 @@ def _preload_boilerplate(batch: Any) -> None:
     )
 
 
+def warm_kernels() -> float:
+    """Compile every kernel a run's Python tasks use into numba's on-disk cache, as the daemon
+    will look for it (the same CPU features: call in a fresh process, before numba is
+    imported); returns the seconds it took (compiling, or loading what was cached)."""
+    import time
+
+    prefer_wide_vectors()
+    started = time.perf_counter()
+    preload()
+    return time.perf_counter() - started
+
+
 if __name__ == "__main__":
     drop_redundant_archives()
     import pyspark.daemon  # imported only now: from the installed copy

@@ -6,6 +6,7 @@ repeats this from a venv holding ``pyspark-client`` and no Java."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -33,8 +34,10 @@ def server(tmp_path_factory):
     (the signal test)."""
     work = tmp_path_factory.mktemp("connect")
     armed = {SLOW_BATCH_ENV: str(work / "slow" / "marker")}
-    with connect_server(work, extra_env=armed) as running:
+    warehouse = {"spark.sql.warehouse.dir": str(work / "warehouse")}
+    with connect_server(work, extra_env=armed, spark=warehouse) as running:
         running.slow_marker = work / "slow" / "marker"  # type: ignore[attr-defined]
+        running.warehouse = work / "warehouse"  # type: ignore[attr-defined]
         yield running
 
 
@@ -54,9 +57,10 @@ def cli(spark, monkeypatch):
     """``neardup ...`` classic, in this process, on the suite's session."""
     from neardup_spark.cli.app import main
 
-    for command in ("dedupe", "index", "boilerplate"):
+    for command in ("dedupe", "index", "boilerplate", "ingest"):
         monkeypatch.setattr(f"neardup_spark.cli.{command}.build_session", lambda *_, **__: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
+    # On the class: an instance attribute, once undone, would shadow later class-level patches
+    monkeypatch.setattr(type(spark), "stop", lambda self: None)
     return main
 
 
@@ -112,6 +116,32 @@ def test_dedupe_over_connect_gives_the_classic_outputs(
         assert '"top_units"' in report
 
 
+def test_output_tables_over_connect(server, corpus, cli, tmp_path, capsys):
+    """``--output-table``: the server's catalog gets the three tables (here Parquet tables in
+    its warehouse), holding the rows of the classic run's Parquet outputs; a second run is
+    refused without --overwrite."""
+    classic = tmp_path / "classic"
+    assert cli(["dedupe", str(corpus), str(classic), "--no-report"]) == 0
+    capsys.readouterr()
+    done = remote(server, "dedupe", str(corpus), "--output-table", "crawl")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "tables            crawl_clusters, crawl_pairs, crawl_deduplicated" in done.stdout
+    for table in ("clusters", "pairs", "deduplicated"):
+        assert rows(server.warehouse, f"crawl_{table}") == rows(classic, table), table
+    # Tables in: the deduplicated table read back as a corpus over Connect.
+    back = remote(server, "dedupe", "--input-table", "crawl_deduplicated", str(tmp_path / "back"))
+    assert back.returncode == 0, back.stderr[-3000:]
+    report = json.loads((tmp_path / "back" / "report.json").read_text())
+    assert report["input"] == "table crawl_deduplicated"
+    assert report["counts"]["input_rows"] == len(rows(classic, "deduplicated"))
+    again = remote(server, "dedupe", str(corpus), "--output-table", "crawl")
+    assert again.returncode == 2
+    assert error_lines(again.stderr) == [
+        "error: table crawl_clusters exists; pass --overwrite to replace the tables of "
+        "--output-table crawl"
+    ]
+
+
 def test_a_night_over_connect_gives_the_classic_index(server, cli, tmp_path, capsys):
     """Day 1 then day 2 into an index: over Connect, the same outputs and index contents."""
     table, _ = generate_corpus(500, seed=11, mean_words=80)
@@ -136,6 +166,48 @@ def test_a_night_over_connect_gives_the_classic_index(server, cli, tmp_path, cap
             tmp_path / f"connect-{day}",
             ("clusters", "pairs", "changed_clusters", "deduplicated"),
         )
+
+
+def test_boilerplate_ingest_and_index_commands_over_connect(server, cli, tmp_path, capsys):
+    """``neardup boilerplate`` and ``neardup ingest`` write the classic run's rows;
+    ``neardup index info|verify|compact`` work on an index built over Connect."""
+    from tests.ingest.conftest import html_response, page, write_warc
+
+    lines = [f"shared footer line number {i} of the site" for i in range(3)]
+    texts = [f"body {i} about rivers and bridges\n" + "\n".join(lines) for i in range(40)]
+    corpus = tmp_path / "pages"
+    corpus.mkdir()
+    pq.write_table(
+        pa.table({"id": [f"p{i}" for i in range(40)], "text": texts}), corpus / "p.parquet"
+    )
+    warcs = tmp_path / "warcs"
+    records = [html_response(f"r{i}", page(f"page {i} about rivers").encode()) for i in range(6)]
+    write_warc(warcs / "a.warc.gz", records, compress=True)
+    for kind in ("classic", "connect"):
+        commands = [
+            ["boilerplate", str(corpus), str(tmp_path / f"bp-{kind}")],
+            ["ingest", str(warcs), str(tmp_path / f"ing-{kind}")],
+        ]
+        for args in commands:
+            if kind == "classic":
+                assert cli(args) == 0, capsys.readouterr().err
+            else:
+                done = remote(server, *args)
+                assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("bp", "ing"):
+        classic = pq.read_table(tmp_path / f"{name}-classic").to_pylist()
+        connect = pq.read_table(tmp_path / f"{name}-connect").to_pylist()
+        key = "id"
+        assert sorted(connect, key=lambda r: r[key]) == sorted(classic, key=lambda r: r[key])
+    report = (tmp_path / "bp-connect" / "_report.json").read_text()
+    assert "shared footer line number 0 of the site" in report  # the top units' examples
+    index = tmp_path / "index"
+    done = remote(server, "dedupe", str(corpus), str(tmp_path / "night"), "--index", str(index))
+    assert done.returncode == 0, done.stderr[-3000:]
+    for args in (["info", str(index)], ["verify", str(index)], ["compact", str(index)]):
+        done = remote(server, "index", *args)
+        assert done.returncode == 0, (args, done.stderr[-3000:])
+    assert "documents         40 in" in remote(server, "index", "info", str(index)).stdout
 
 
 def test_user_errors_over_connect_are_the_classic_ones(server, corpus, cli, tmp_path, capsys):

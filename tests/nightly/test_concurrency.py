@@ -235,7 +235,8 @@ def test_lock_timeout_zero_exits_2_naming_the_holder(spark, tmp_path, monkeypatc
     from neardup_spark.cli.app import main
 
     monkeypatch.setattr("neardup_spark.cli.dedupe.build_session", lambda *_, **__: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
+    # On the class: an instance attribute, once undone, would shadow later class-level patches
+    monkeypatch.setattr(type(spark), "stop", lambda self: None)
     (batch,) = nights(tmp_path, 1)
     index = tmp_path / "index"
     held = acquire(LocalStorage(), str(index), "a night in another terminal")

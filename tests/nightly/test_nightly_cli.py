@@ -23,7 +23,8 @@ def cli(spark, monkeypatch):
 
     for command in ("dedupe", "index"):
         monkeypatch.setattr(f"neardup_spark.cli.{command}.build_session", lambda *_, **__: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
+    # On the class: an instance attribute, once undone, would shadow later class-level patches
+    monkeypatch.setattr(type(spark), "stop", lambda self: None)
     return main
 
 
