@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from pyspark.sql import SparkSession
 
+from neardup_spark.bench.cli_nights import cli_nights
 from neardup_spark.bench.corpora import ensure_cut_corpus, ensure_nightly_corpus
 from neardup_spark.bench.machine import machine_info, one_minute_load
 from neardup_spark.bench.processes import tree_cpu_seconds
@@ -157,6 +158,7 @@ def bench_nightly(
                 seed,
                 mean_words,
                 repeats,
+                master,
             )
             rows.append(measure_size(session, config, size, echo or (lambda _: None)))
         first = rows[0]["nightly_work_seconds"] if rows else None
@@ -187,6 +189,7 @@ class NightlySize:
     seed: int
     mean_words: int
     repeats: int
+    master: str = "local[2]"
 
 
 def measure_size(
@@ -218,7 +221,11 @@ def measure_size(
         f"[nightly] {size.index_docs:,}: index built in {build['wall_seconds']:.1f} s "
         f"(plain run {plain['wall_seconds']:.1f} s)"
     )
+    shutil.copytree(index_dir, root / "index-before-nightly")
     nightly, full = time_nightly_and_full(session, config, size, paths, echo)
+    cli = cli_nights(root, paths, root / "index-before-nightly", size.master)
+    shutil.rmtree(root / "index-before-nightly", ignore_errors=True)
+    echo(f"[nightly] {size.index_docs:,}: as fresh CLI processes: {json.dumps(cli)}")
     report = min(nightly, key=lambda t: t[1])[0]
     full_report = min(full, key=lambda t: t[1])[0]
     nightly_wall, full_wall = min(t[1] for t in nightly), min(t[1] for t in full)
@@ -255,6 +262,7 @@ def measure_size(
             session, str(index_dir), str(root / "out-full" / "pairs"), paths["new"], config
         ),
         "plain_seconds": round(plain_wall, 1),
+        "cli": cli,
     }
 
 
@@ -269,8 +277,6 @@ def time_nightly_and_full(
     of the full rerun."""
     root = size.root
     index_dir, saved = root / "index", root / "index-before-nightly"
-    if size.repeats > 1:
-        shutil.copytree(index_dir, saved)
     nightly: list[Timing] = []
     full: list[Timing] = []
     for attempt in range(size.repeats):
@@ -294,7 +300,6 @@ def time_nightly_and_full(
             f"{nightly[-1][1]:.1f} s, full rerun of {size.index_docs + size.new_docs:,} in "
             f"{full[-1][1]:.1f} s"
         )
-    shutil.rmtree(saved, ignore_errors=True)
     return nightly, full
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from neardup_spark.bench.cli_nights import format_cli_nights
 from neardup_spark.bench.ratios import TIME_REFERENCES
 from neardup_spark.bench.settings import BenchSettings, bench_command
 from neardup_spark.quality.tables import markdown_table
@@ -318,6 +319,10 @@ def nightly_markdown(results: dict[str, Any]) -> str:
     error of a failed nightly case."""
     text = "Nightly: new documents against an index vs a full rerun over index + new\n\n"
     text += format_nightly(results["rows"]) + "\n"
+    cli = format_cli_nights(results["rows"])
+    if cli:
+        text += "\nThe same nights as cron starts them (a fresh `neardup dedupe` process each):\n\n"
+        text += cli + "\n"
     if results.get("series"):
         text += "\n" + format_series(results["series"]) + "\n"
     if results.get("error"):

@@ -156,7 +156,7 @@ class ArrowStorage:
                     return False
                 raise
             return True
-        if self._scheme == "s3":
+        if self._scheme in ("s3", "s3a", "s3n"):
             created = _s3_create_if_absent(self._fs, self._inner(path), data)
             if created is not None:
                 return created

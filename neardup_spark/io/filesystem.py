@@ -34,13 +34,13 @@ from neardup_spark.io.globs import segment_regex, split_glob
 from neardup_spark.io.paths import is_local_path, local_path
 
 # Hadoop's names for schemes PyArrow knows by another.
-_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfss": "abfs"}
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
 
 
 def pyarrow_filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """A PyArrow file system and the path inside it, for the paths users give and Spark
     writes: plain local paths (``~`` expanded, made absolute), ``file:/x`` and ``file:///x``,
-    and URIs PyArrow reads (``s3://``, ``gs://``, ``hdfs://``, ``abfs://``; Hadoop's ``s3a://``
+    and URIs PyArrow reads (``s3://``, ``gs://``, ``hdfs://``, ``abfss://``; Hadoop's ``s3a://``
     and ``s3n://`` mean ``s3://``)."""
     if is_local_path(path):
         return pafs.LocalFileSystem(), os.path.abspath(local_path(path))

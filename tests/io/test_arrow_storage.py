@@ -135,3 +135,15 @@ def test_the_generic_path_on_another_store(caplog):
     assert storage.list("mem://bucket/root") == ["_lock", "x"]
     storage.delete("mem://bucket/root/x")
     assert storage.list("mem://bucket/root") == ["_lock"]
+
+
+def test_hadoop_s3_schemes_take_the_conditional_write(s3_endpoint, caplog):
+    """``s3a://`` (Hadoop's name for S3) goes through the same conditional write: no warning
+    that the create is not atomic."""
+    path = f"s3a://{BUCKET}/s3a-root/_lock"
+    storage = s3_storage(s3_endpoint, f"s3a://{BUCKET}/s3a-root")
+    with caplog.at_level("WARNING", logger="neardup_spark.io.arrow_storage"):
+        assert storage.put_if_absent(path, "one\n")
+        assert not storage.put_if_absent(path, "two\n")
+    assert storage.read_text(path) == "one\n"
+    assert not any("not atomic" in r.getMessage() for r in caplog.records)
