@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pyspark import InheritableThread
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -20,7 +19,7 @@ from neardup_spark.columns import DOC_A, DOC_ID
 from neardup_spark.io.paths import from_spark_uri
 from neardup_spark.io.storage import storage_for
 from neardup_spark.runtime import console
-from neardup_spark.runtime.engine import engine_of
+from neardup_spark.runtime.engine import engine_of, inheritable_thread
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +97,7 @@ def run_alongside(spark: SparkSession, action: Callable[[], object]) -> Callable
             except Exception as cancel_error:  # the session is gone (a signal stopped it)
                 log.debug("cancelling the jobs tagged %s: %r", tag, cancel_error)
 
-    thread = InheritableThread(target=target, daemon=True, session=spark)
+    thread = inheritable_thread(spark, target)
     thread.start()
 
     def wait() -> None:
@@ -149,7 +148,7 @@ def start_python_workers(spark: SparkSession) -> Callable[[], None]:
         except Exception as exc:  # see the docstring
             log.debug("starting the Python workers early failed: %r", exc)
 
-    thread = InheritableThread(target=start, daemon=True, session=spark)
+    thread = inheritable_thread(spark, start)
     thread.start()
     return thread.join
 

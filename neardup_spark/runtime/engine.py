@@ -141,6 +141,22 @@ def default_parallelism(spark: SparkSession) -> int:
     return engine_of(spark).default_parallelism()
 
 
+def inheritable_thread(spark: SparkSession, target: Callable[[], None]) -> threading.Thread:
+    """A daemon thread whose Spark jobs carry this thread's tags and job properties.
+
+    Connect keeps tags per thread and per session, so PySpark 4's ``InheritableThread`` is
+    given the session; a classic session's properties come from its SparkContext, and
+    PySpark 3.5's ``InheritableThread`` has no ``session`` argument at all."""
+    from pyspark import InheritableThread
+
+    if not is_connect(spark):
+        return InheritableThread(target=target, daemon=True)
+    try:
+        return InheritableThread(target=target, daemon=True, session=spark)  # type: ignore[call-arg]
+    except TypeError:  # a 3.5 client: its tags are not inherited, which only narrows Ctrl-C
+        return InheritableThread(target=target, daemon=True)
+
+
 class ClassicEngine:
     """A session with a SparkContext: everything through it, as PySpark's own API does."""
 
