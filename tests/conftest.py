@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from neardup_spark.runtime.session import PARQUET_TIMESTAMP_TYPE
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
@@ -28,7 +30,13 @@ def spark(tmp_path_factory):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
         # Many small queries: the quick JIT alone, as the CLI's local mode (session.py).
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
+        # The whole suite's queries in one JVM: with the quick JIT alone the code cache defaults
+        # to 48 MB (240 MB otherwise), and it filled up in a full run ("Out of space in
+        # CodeCache for adapters": the nightly history fixture failed, and 24 tests with it).
+        .config(
+            "spark.driver.extraJavaOptions",
+            "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m",
+        )
         .config("spark.python.daemon.module", "neardup_spark.runtime.worker_daemon")
         .getOrCreate()
     )
@@ -36,3 +44,68 @@ def spark(tmp_path_factory):
     session.sparkContext.setCheckpointDir(str(tmp_path_factory.mktemp("checkpoints")))
     yield session
     session.stop()
+
+
+# Settings the product itself puts on a session it is handed, on purpose (the Python API's
+# path: session.py's keep_column_types). Unset after each test, so that every test exercises the
+# product's own setting of them, whatever ran before.
+PRODUCT_SET = (PARQUET_TIMESTAMP_TYPE[0],)
+# This thread's properties a test may set through SparkContext (setJobDescription, setJobGroup).
+LOCAL_PROPERTIES = ("spark.job.description", "spark.jobGroup.id", "spark.job.interruptOnCancel")
+
+
+def session_state(session) -> dict[str, object]:
+    """What a test could leave behind on the shared session: its settings, its temporary views,
+    and this thread's job description, group and tags. A few cheap JVM calls (the settings
+    compared as one string, not fetched one call per entry)."""
+    jsession = session._jsparkSession
+    context = session.sparkContext
+    views = jsession.sessionState().catalog().listLocalTempViews("*").mkString("\n")
+    return {
+        "settings": jsession.conf().getAll().toString(),
+        "temporary views": sorted(view.strip("`") for view in views.split("\n") if view),
+        **{key: context.getLocalProperty(key) for key in LOCAL_PROPERTIES},
+        "job tags": sorted(context.getJobTags()),
+    }
+
+
+@pytest.fixture(autouse=True)
+def leaves_the_session_as_it_found_it(request):
+    """Fail a test that leaves state on the suite's one SparkSession (a setting changed or not
+    restored, a temporary view, a job description or group, a job tag): the tests after it
+    would run on another session than they expect. The state is put back, so that one leak
+    fails one test."""
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    session = request.getfixturevalue("spark")
+    context = session.sparkContext
+    settings = dict(session.conf.getAll)
+    before = session_state(session)
+    yield
+    for key in PRODUCT_SET:
+        if key not in settings:
+            session.conf.unset(key)
+    after = session_state(session)
+    if after == before:
+        return
+    now = dict(session.conf.getAll)
+    changed = {
+        key: (settings.get(key), now.get(key))
+        for key in sorted(settings.keys() | now.keys())
+        if settings.get(key) != now.get(key)
+    }
+    for key, (was, _) in changed.items():
+        if was is None:
+            session.conf.unset(key)
+        else:
+            session.conf.set(key, was)
+    for view in set(after["temporary views"]) - set(before["temporary views"]):
+        session.catalog.dropTempView(view)
+    for key in LOCAL_PROPERTIES:
+        context.setLocalProperty(key, before[key])  # type: ignore[arg-type]
+    for tag in set(after["job tags"]) - set(before["job tags"]):
+        context.removeJobTag(tag)
+    leaks = {key: (before[key], after[key]) for key in before if before[key] != after[key]}
+    leaks["settings"] = changed
+    pytest.fail(f"the test left state on the shared SparkSession (before, after): {leaks}")

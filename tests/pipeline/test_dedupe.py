@@ -360,8 +360,9 @@ def test_a_failed_background_action_cancels_the_running_job_and_is_the_error_rai
     try:
         with pytest.raises(UserError, match="not unique"):
             run_together(spark, [bad_ids, long_job])
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    finally:  # long_job ran in this thread: its group, description and cancel flag go
+        for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            spark.sparkContext.setLocalProperty(key, None)  # type: ignore[arg-type]
     jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
     assert jobs and all(job.status == "FAILED" for job in jobs)  # cancelled, not run to the end
 
@@ -425,7 +426,7 @@ def test_per_document_partitions_group_small_splits_and_spread_few(spark):
 
     cores = spark.sparkContext.defaultParallelism
     key = "spark.sql.files.maxPartitionBytes"
-    before = spark.conf.get(key)
+    before = spark.conf.get(key, None)
     try:
         spark.conf.set(key, "8m")  # 8 input splits per 64 MB Python task
         assert layout(8 * cores + 1).rdd.getNumPartitions() == 2 * cores
@@ -435,5 +436,8 @@ def test_per_document_partitions_group_small_splits_and_spread_few(spark):
         assert layout(3 * cores + 1).rdd.getNumPartitions() == 3 * cores + 1
         assert sorted(r.doc_id for r in layout(40).collect()) == list(range(200))
     finally:
-        spark.conf.set(key, before)
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
     assert byte_size("8m") == 8 * 2**20 and byte_size("134217728b") == 128 * 2**20
