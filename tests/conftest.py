@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
+from neardup_spark.runtime.jvm_archive import ARCHIVE_ENV
 from neardup_spark.runtime.session import PARQUET_TIMESTAMP_TYPE
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -109,3 +115,79 @@ def leaves_the_session_as_it_found_it(request):
     leaks = {key: (before[key], after[key]) for key in before if before[key] != after[key]}
     leaks["settings"] = changed
     pytest.fail(f"the test left state on the shared SparkSession (before, after): {leaks}")
+
+
+# The JVM class archive (runtime/jvm_archive.py) for the JVMs the tests start (`neardup` in a
+# subprocess, spark-submit in local mode): built once per run by the product's own `neardup
+# jvm-archive`, in the background from the end of collection, and named to every process by
+# NEARDUP_SPARK_JVM_ARCHIVE. A local session maps it once it exists (the build renames it into
+# place only when complete), as after `neardup jvm-archive` on a user's machine; until then, and
+# in tests that set the variable themselves, JVMs start without it. Under pytest-xdist the first
+# worker builds it for all.
+_ARCHIVE_BUILD: dict[str, object] = {}
+NEARDUP = (sys.executable, "-m", "neardup_spark")
+
+
+def _shared_dir(config) -> Path:
+    """A directory all of this run's pytest processes share (xdist workers included)."""
+    basetemp = config._tmp_path_factory.getbasetemp()
+    return basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+
+
+def pytest_collection_finish(session) -> None:
+    if os.environ.get(ARCHIVE_ENV) or not any(
+        item.get_closest_marker("slow") for item in session.items
+    ):
+        return  # the variable already chosen (e.g. off), or no test that starts a JVM
+    directory = _shared_dir(session.config) / "jvm-archive"
+    directory.mkdir(parents=True, exist_ok=True)
+    archive = directory / "classes.jsa"
+    _ARCHIVE_BUILD["path"] = archive
+    os.environ[ARCHIVE_ENV] = str(archive)
+    try:
+        (directory / "building").touch(exist_ok=False)  # one builder per run
+    except FileExistsError:
+        return
+    # The build's exit code lands in a file, for whichever process waits for it.
+    script = "import subprocess, sys; code = subprocess.run(sys.argv[2:]).returncode\n"
+    script += "open(sys.argv[1], 'w').write(str(code))"
+    with open(directory / "build.log", "wb") as log:
+        _ARCHIVE_BUILD["process"] = subprocess.Popen(
+            [sys.executable, "-c", script, str(directory / "exit"), *NEARDUP, "jvm-archive"],
+            cwd=ROOT,
+            env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def pytest_sessionfinish(session) -> None:
+    process = _ARCHIVE_BUILD.get("process")
+    if isinstance(process, subprocess.Popen) and process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)  # a short run ended before the build did
+        process.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def built_jvm_archive(tmp_path_factory) -> Path:
+    """The run's JVM class archive, built by ``neardup jvm-archive``: waits for the background
+    build (or builds one here when NEARDUP_SPARK_JVM_ARCHIVE was set before the run); fails if
+    the build did."""
+    archive = _ARCHIVE_BUILD.get("path")
+    if not isinstance(archive, Path):
+        archive = tmp_path_factory.mktemp("jvm-archive") / "classes.jsa"
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, ARCHIVE_ENV: str(archive)}
+        built = subprocess.run(
+            [*NEARDUP, "jvm-archive"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert built.returncode == 0, built.stderr[-3000:]
+        return archive
+    done = archive.parent / "exit"
+    deadline = time.monotonic() + 900
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    log = (archive.parent / "build.log").read_text(errors="replace")
+    assert done.exists() and done.read_text() == "0", log[-3000:]
+    return archive
