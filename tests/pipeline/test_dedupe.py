@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from contextlib import contextmanager
 
 import pyarrow as pa
@@ -367,42 +369,59 @@ def test_a_failed_background_action_cancels_the_running_job_and_is_the_error_rai
     assert jobs and all(job.status == "FAILED" for job in jobs)  # cancelled, not run to the end
 
 
-def test_a_failed_background_action_leaves_other_threads_jobs_alone(spark):
-    """A notebook's own job, started from another thread, is not cancelled by a bad id."""
-    import time
-
+def test_a_failed_background_action_leaves_other_threads_jobs_alone(spark, tmp_path):
+    """A notebook's own job, started from another thread, is not cancelled by a bad id: its
+    task holds (a file marks its start) until the test lets it go, so the bad id's
+    cancellation certainly falls while that job runs; then it finishes with its result."""
     from pyspark import InheritableThread
 
     from neardup_spark.pipeline.execution import run_together
 
-    tracker = spark.sparkContext.statusTracker()
+    started, release = str(tmp_path / "started"), str(tmp_path / "release")
     results: list[int] = []
+    errors: list[BaseException] = []
 
-    def slow(batches):  # nested: pickled by value
+    def held(batches):  # nested: pickled by value, with the two paths
+        import os
         import time as t
 
-        for batch in batches:
-            t.sleep(0.2)
-            yield batch
+        with open(started, "a") as marker:
+            marker.write("task\n")
+        deadline = t.monotonic() + 300
+        while not os.path.exists(release) and t.monotonic() < deadline:
+            t.sleep(0.02)
+        yield from batches
 
     def unrelated() -> None:
         spark.sparkContext.setJobGroup("unrelated", "someone else's job")
-        results.append(spark.range(20, numPartitions=10).mapInArrow(slow, "id long").count())
-
-    other = InheritableThread(target=unrelated)
-    other.start()
-    deadline = time.monotonic() + 120
-    while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert tracker.getActiveJobsIds(), "the other thread's job never started"
+        try:
+            # one task: the other core stays free for the jobs of run_together below
+            results.append(spark.range(20, numPartitions=1).mapInArrow(held, "id long").count())
+        except BaseException as exc:
+            errors.append(exc)
 
     def bad_ids() -> None:
         raise UserError("ids in column 'id' are not unique")
 
-    with pytest.raises(UserError):
-        run_together(spark, [bad_ids, lambda: spark.range(10).count()])
-    other.join()
-    assert results == [20]
+    other = InheritableThread(target=unrelated, daemon=True)
+    other.start()
+    try:
+        wait_until(lambda: os.path.exists(started) or not other.is_alive(), seconds=120)
+        assert os.path.exists(started), errors  # the other thread's job is running
+        with pytest.raises(UserError):
+            run_together(spark, [bad_ids, lambda: spark.range(10).count()])
+        assert other.is_alive() and not results and not errors  # still held, not cancelled
+    finally:
+        open(release, "w").close()
+        other.join(timeout=120)
+    assert not other.is_alive(), "the other thread's job did not finish once let go"
+    assert errors == [] and results == [20]
+
+
+def wait_until(condition, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def test_actions_run_together_all_complete(spark, tmp_path):
