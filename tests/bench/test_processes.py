@@ -4,11 +4,14 @@ a known sleep, CPU seconds against a known busy loop, and timeouts that end the 
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+
+import pytest
 
 from neardup_spark.bench.processes import process_tree, run_measured, tree_cpu_seconds
 
@@ -71,25 +74,55 @@ def test_peak_rss_is_the_sum_over_the_tree(tmp_path):
     assert 225 * MB <= added <= 275 * MB, added / MB
 
 
+# A process that records when it started and ended (the monotonic clock, which
+# time.perf_counter reads too) and leaves a child behind in its process group, still running.
+LEAVES_A_STRAGGLER = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    started = time.monotonic()
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    time.sleep(0.5)
+    with open(sys.argv[1], "w") as handle:
+        handle.write(f"{started} {time.monotonic()}")
+    """
+)
+
+
 def test_wall_seconds_span_the_process_and_no_more(tmp_path):
-    """A tree that sleeps 2 s: measured from start to exit, not counting the 5 s stragglers'
-    grace that follows a normal exit."""
+    """From the process's start to its exit, not counting the stragglers' grace that follows
+    a normal exit (its child is still running then): the process's own span lies within the
+    measured one, which ends at least the 5 s grace before run_measured returns."""
+    times = tmp_path / "times"
     started = time.perf_counter()
-    measured = run_measured(_tree_command(1, 1, 2.0, tmp_path / "c.pid"), tmp_path / "c.txt")
-    outside = time.perf_counter() - started
-    assert measured.returncode == 0
-    assert 2.0 <= measured.wall_seconds < 2.0 + 3.0
-    assert measured.wall_seconds <= outside
+    measured = run_measured(
+        [sys.executable, "-c", LEAVES_A_STRAGGLER, str(times)], tmp_path / "c.txt"
+    )
+    returned = time.perf_counter()
+    assert measured.returncode == 0, (tmp_path / "c.txt").read_text()
+    own_start, own_end = map(float, times.read_text().split())
+    assert started <= own_start and own_end <= started + measured.wall_seconds
+    assert started + measured.wall_seconds + 5.0 <= returned  # the grace is not counted
 
 
 def test_cpu_seconds_count_reaped_children():
-    """A child that burns 1 CPU second: this process tree's CPU seconds grow by that much
-    (plus the child interpreter's start), and by no more than a few tenths."""
+    """A child that burns 1 CPU second: this process tree's CPU seconds grow by what the kernel
+    says the child and this process used (getrusage, another source than /proc): so by at
+    least 1 s, and the child counted once."""
     before = tree_cpu_seconds()
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own_before = resource.getrusage(resource.RUSAGE_SELF)
     subprocess.run([sys.executable, "-c", BUSY, "1.0"], check=True)
     after = tree_cpu_seconds()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = resource.getrusage(resource.RUSAGE_SELF)
     assert before is not None and after is not None
-    assert 1.0 <= after - before < 2.0
+    child_cpu = (children.ru_utime - children_before.ru_utime) + (
+        children.ru_stime - children_before.ru_stime
+    )
+    own_cpu = (own.ru_utime - own_before.ru_utime) + (own.ru_stime - own_before.ru_stime)
+    assert child_cpu >= 1.0
+    # /proc counts in clock ticks (10 ms): four counters summed, each rounded down
+    assert after - before == pytest.approx(child_cpu + own_cpu, abs=0.05)
 
 
 def test_timeout_ends_the_whole_tree(tmp_path):
