@@ -3,8 +3,8 @@ a known sleep, CPU seconds against a known busy loop, and timeouts that end the 
 
 from __future__ import annotations
 
+import json
 import os
-import resource
 import subprocess
 import sys
 import textwrap
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from neardup_spark.bench.processes import process_tree, run_measured, tree_cpu_seconds
+from neardup_spark.bench.processes import process_tree, run_measured
 
 MB = 1024 * 1024
 
@@ -104,25 +104,37 @@ def test_wall_seconds_span_the_process_and_no_more(tmp_path):
     assert started + measured.wall_seconds + 5.0 <= returned  # the grace is not counted
 
 
+# Measured in a fresh interpreter, whose tree is only what it starts: this process's tree also
+# holds the suite's JVM and, early in a run, the JVM class archive's build.
+CPU_OF_A_BUSY_CHILD = """
+import json, resource, subprocess, sys
+from neardup_spark.bench.processes import tree_cpu_seconds
+
+def used(who):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+before = tree_cpu_seconds()
+children, own = used(resource.RUSAGE_CHILDREN), used(resource.RUSAGE_SELF)
+subprocess.run([sys.executable, "-c", sys.argv[1], "1.0"], check=True)
+after = tree_cpu_seconds()
+children, own = used(resource.RUSAGE_CHILDREN) - children, used(resource.RUSAGE_SELF) - own
+print(json.dumps({"grew": after - before, "child": children, "own": own}))
+"""
+
+
 def test_cpu_seconds_count_reaped_children():
-    """A child that burns 1 CPU second: this process tree's CPU seconds grow by what the kernel
-    says the child and this process used (getrusage, another source than /proc): so by at
-    least 1 s, and the child counted once."""
-    before = tree_cpu_seconds()
-    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    own_before = resource.getrusage(resource.RUSAGE_SELF)
-    subprocess.run([sys.executable, "-c", BUSY, "1.0"], check=True)
-    after = tree_cpu_seconds()
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    assert before is not None and after is not None
-    child_cpu = (children.ru_utime - children_before.ru_utime) + (
-        children.ru_stime - children_before.ru_stime
+    """A child that burns 1 CPU second: the tree's CPU seconds grow by what the kernel says the
+    child and the measuring process used (getrusage, another source than /proc): by at least
+    1 s, and the child counted once."""
+    done = subprocess.run(
+        [sys.executable, "-c", CPU_OF_A_BUSY_CHILD, BUSY], capture_output=True, text=True
     )
-    own_cpu = (own.ru_utime - own_before.ru_utime) + (own.ru_stime - own_before.ru_stime)
-    assert child_cpu >= 1.0
+    assert done.returncode == 0, done.stderr
+    measured = json.loads(done.stdout)
+    assert measured["child"] >= 1.0
     # /proc counts in clock ticks (10 ms): four counters summed, each rounded down
-    assert after - before == pytest.approx(child_cpu + own_cpu, abs=0.05)
+    assert measured["grew"] == pytest.approx(measured["child"] + measured["own"], abs=0.05)
 
 
 def test_timeout_ends_the_whole_tree(tmp_path):
