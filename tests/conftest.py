@@ -191,3 +191,41 @@ def built_jvm_archive(tmp_path_factory) -> Path:
     log = (archive.parent / "build.log").read_text(errors="replace")
     assert done.exists() and done.read_text() == "0", log[-3000:]
     return archive
+
+
+def group_of(item) -> str:
+    """The tests that share a module's fixtures (a module), or tests/nightly's package-scoped
+    history fixture (the package)."""
+    path = item.nodeid.split("::")[0]
+    return "tests/nightly" if path.startswith("tests/nightly/") else path
+
+
+def waits_for_the_archive(item) -> bool:
+    return "built_jvm_archive" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config, items) -> None:
+    """The tests that need the built JVM class archive run last (by then its background build
+    is done, instead of a test waiting for it). Under pytest-xdist (``make test``: -n 2 --dist
+    loadgroup --no-loadscope-reorder): each group of :func:`group_of` runs in one worker, so
+    that its fixtures are made once; the groups that start JVMs of their own (slow tests, ~30 s
+    each) go first, heaviest first, so that a long one does not come last to one worker while
+    the other idles."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=waits_for_the_archive)  # stable: else as collected
+        return
+    groups: dict[str, list] = {}
+    for item in items:
+        groups.setdefault(group_of(item), []).append(item)
+
+    def weight(members: list) -> int:
+        if any(waits_for_the_archive(item) for item in members):
+            return 1  # last
+        slow = sum(1 for item in members if item.get_closest_marker("slow"))
+        return -(30 * slow + len(members)) if slow else 0
+
+    order = sorted(groups, key=lambda group: weight(groups[group]))  # stable: else as collected
+    items[:] = [item for group in order for item in groups[group]]
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(group_of(item)))
