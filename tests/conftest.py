@@ -101,11 +101,12 @@ def leaves_the_session_as_it_found_it(request):
         for key in sorted(settings.keys() | now.keys())
         if settings.get(key) != now.get(key)
     }
+    conf = session._jsparkSession.sessionState().conf()  # Spark core settings too
     for key, (was, _) in changed.items():
         if was is None:
-            session.conf.unset(key)
+            conf.unsetConf(key)
         else:
-            session.conf.set(key, was)
+            conf.setConfString(key, was)
     for view in set(after["temporary views"]) - set(before["temporary views"]):
         session.catalog.dropTempView(view)
     for key in LOCAL_PROPERTIES:

@@ -18,16 +18,15 @@ from pyspark.sql import SparkSession
 from neardup_spark.cli.app import main
 
 REPO = Path(__file__).resolve().parents[2]
-# Settings a command's session sets on the shared one, put back after each case.
-RESTORED = ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.maxRecordsPerBatch")
 
 
 @pytest.fixture
 def in_process(spark, monkeypatch, capfd):
     """``neardup ARGS`` in this process, on the suite's session: its ``stop()`` does nothing
-    while the command runs (the session is the suite's), its settings restored afterwards.
-    Returns (exit code, stderr lines)."""
-    saved = {key: spark.conf.get(key) for key in RESTORED}
+    while the command runs (the session is the suite's), and every setting the command's
+    session builder changed (its shuffle partitions, Arrow batch size, application name...)
+    is put back afterwards. Returns (exit code, stderr lines)."""
+    saved = dict(spark.conf.getAll)
     monkeypatch.setattr(SparkSession, "stop", lambda self: None)
 
     def call(*args: str) -> tuple[int, list[str]]:
@@ -36,8 +35,14 @@ def in_process(spark, monkeypatch, capfd):
         return code, capfd.readouterr().err.splitlines()
 
     yield call
-    for key, value in saved.items():
-        spark.conf.set(key, value)
+    # PySpark's builder put the command's options into the existing session's SQL conf
+    # directly, Spark core settings too (which spark.conf.set refuses): undone the same way
+    conf = spark._jsparkSession.sessionState().conf()
+    for key, value in dict(spark.conf.getAll).items():
+        if key not in saved:
+            conf.unsetConf(key)
+        elif saved[key] != value:
+            conf.setConfString(key, saved[key])
 
 
 def one_error_line(lines: list[str]) -> str:
