@@ -15,7 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from neardup_spark.cli import app
 from neardup_spark.cli.app import main
+from neardup_spark.runtime import interrupts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,10 +30,17 @@ def in_process(spark, monkeypatch, capfd):
     is put back afterwards. Returns (exit code, stderr lines)."""
     saved = dict(spark.conf.getAll)
     monkeypatch.setattr(SparkSession, "stop", lambda self: None)
+    # A command that takes itself for signalled stops the session (runtime/interrupts.py): here
+    # that would be the suite's, and every later test of this process would fail. Seen once in
+    # a -n 2 run (158 errors after this test's first case); a stray SIGINT/SIGTERM reaching this
+    # process is the one way there. Made one clear failure instead.
+    stops: list[int | None] = []
+    monkeypatch.setattr(app, "stop_spark", lambda: stops.append(interrupts.received()))
 
     def call(*args: str) -> tuple[int, list[str]]:
         capfd.readouterr()
         code = main(list(args))
+        assert not stops, f"the command took itself for stopped by signal {stops[0]}"
         return code, capfd.readouterr().err.splitlines()
 
     yield call
