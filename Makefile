@@ -38,9 +38,13 @@ demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
 	$(BIN)/neardup generate $(DEMO_DIR) --docs $(DEMO_DOCS) --seed 1 --overwrite
 	$(BIN)/neardup dedupe $(DEMO_DIR)/corpus $(DEMO_OUT) --overwrite
 
-# tests/compat is make test-compat's suite (run by CI right after this one, on the pinned Spark too)
+# tests/compat is make test-compat's suite (run by CI right after this one, on the pinned Spark too).
+# Two pytest-xdist workers, each with its own SparkSession; a module's tests (tests/nightly's
+# as one) stay in one worker, the groups that start JVMs first (tests/conftest.py). TEST_WORKERS=0
+# runs the suite in one process. The 25 slowest tests are listed at the end.
+TEST_WORKERS ?= 2
 test: $(STAMP)  ## run the test suite (real Spark in local mode)
-	$(BIN)/python -m pytest -q --ignore=tests/compat
+	$(BIN)/python -m pytest -q --ignore=tests/compat -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
 
 # A venv per Spark line: the newest release of the line from PyPI, the project (not editable:
 # built and installed as a user would) and the test runner; nothing else pinned.

@@ -15,7 +15,6 @@ import pytest
 
 from neardup_spark.bench import jvm_archive as builder
 from neardup_spark.runtime import jvm_archive
-from neardup_spark.runtime.session import LOCAL_DEFAULTS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,41 +32,65 @@ def test_ensure_archive_reuses_an_existing_one(monkeypatch, tmp_path):
 
 
 def test_a_failed_build_leaves_the_rows_without_one(monkeypatch, tmp_path, caplog):
+    """The dumping JVM dies half-way through its archive, or exits 0 leaving an empty one: no
+    archive, and the partial file it wrote is gone (a truncated archive crashes the JVM that
+    maps it)."""
     monkeypatch.setenv(jvm_archive.ARCHIVE_ENV, str(tmp_path / "classes.jsa"))
+    partials: list[Path] = []
 
-    def fail(*args, **kwargs):
-        raise subprocess.CalledProcessError(1, ["neardup", "jvm-archive"])
+    def dump_then(exit_code: int, content: bytes):
+        def run(command, **kwargs):  # the build's child, as bench/jvm_archive.py starts it
+            partial = Path(command[command.index("--dump") + 1])
+            partial.write_bytes(content)
+            partials.append(partial)
+            if exit_code:
+                raise subprocess.CalledProcessError(exit_code, command)
+            return subprocess.CompletedProcess(command, exit_code)
 
-    monkeypatch.setattr(subprocess, "run", fail)
-    assert builder.ensure_archive() is None
-    assert "no JVM class archive" in caplog.text
-    assert not list(tmp_path.iterdir())  # no partial archive left behind
+        return run
+
+    for exit_code, content in ((134, b"half an archive"), (0, b"")):
+        monkeypatch.setattr(subprocess, "run", dump_then(exit_code, content))
+        assert builder.ensure_archive() is None
+        assert "no JVM class archive" in caplog.text
+        assert partials[-1].parent == tmp_path  # it did write beside the archive
+        assert not list(tmp_path.iterdir())  # no partial archive left behind
+    assert len(partials) == 2
 
 
 @pytest.mark.slow
-def test_a_built_archive_is_mapped_by_a_real_local_run(tmp_path):
-    """Build the archive (a child dedupe in a dumping JVM), then run the CLI with the JVM told to
-    refuse to start unless it maps that archive (-Xshare:on), and check its result."""
-    archive = tmp_path / "classes.jsa"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, jvm_archive.ARCHIVE_ENV: str(archive)}
-
-    def neardup(*args: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "neardup_spark", *args]
-        return subprocess.run(
-            command, capture_output=True, text=True, timeout=600, env=env, cwd=REPO
-        )
-
-    built = neardup("jvm-archive")
-    assert built.returncode == 0, built.stderr
-    assert archive.is_file() and not list(tmp_path.glob("*.part"))
-
+def test_a_built_archive_is_mapped_by_a_real_local_run(built_jvm_archive, tmp_path):
+    """The archive ``neardup jvm-archive`` built (the suite's, tests/conftest.py), named by
+    NEARDUP_SPARK_JVM_ARCHIVE alone: the CLI's local session adds the options that map it
+    (runtime/session.py), and its JVM loads Spark's classes from it. The JVM's own class-load
+    log says so ("shared objects file (top)": the dynamic archive's layer; without it, classes
+    come from jars or the JDK's base archive), and the run's result is right."""
+    archive = built_jvm_archive
+    assert archive.is_file() and not list(archive.parent.glob("*.part"))
     base = " ".join(f"w{i}" for i in range(40))
     corpus = tmp_path / "corpus.parquet"
     pq.write_table(pa.table({"id": ["a", "b", "c"], "text": [base, base, "other"]}), corpus)
-    java = f"{LOCAL_DEFAULTS['spark.driver.extraJavaOptions']} {jvm_archive.java_options(archive)}"
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        jvm_archive.ARCHIVE_ENV: str(archive),
+        # every JVM of the run (spark-submit's launcher, then the driver) logs where each class
+        # came from, to a file of its own
+        "JAVA_TOOL_OPTIONS": f"-Xlog:class+load=info:file={tmp_path}/classes-%p.log",
+    }
     out = tmp_path / "out"
-    java_set = f"spark.driver.extraJavaOptions={java} -Xshare:on"
-    run = neardup("dedupe", str(corpus), str(out), "--master", "local[2]", "--set", java_set)
+    command = ["dedupe", str(corpus), str(out), "--master", "local[2]"]
+    run = subprocess.run(
+        [sys.executable, "-m", "neardup_spark", *command],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
+    )
     assert run.returncode == 0, run.stderr
     report = json.loads((out / "report.json").read_text())
     assert report["counts"]["removed"] == 1
+    logs = [log.read_text(errors="replace") for log in tmp_path.glob("classes-*.log")]
+    from_archive = max(log.count("source: shared objects file (top)") for log in logs)
+    assert from_archive > 1000, f"{len(logs)} JVM logs, {from_archive} classes from the archive"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -66,7 +68,12 @@ def test_compare_variants_against_neardup_minhash(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_resume_row_kills_a_run_after_candidates_and_measures_the_rerun(tmp_path):
+def test_the_resume_row_kills_a_run_after_candidates_and_measures_the_rerun(spark, tmp_path):
+    """The row's killed run got as far as the candidates stage (the rerun resumed its three
+    stages), and the resumed rerun's clusters and pairs equal an uninterrupted run's (this
+    suite's session, the row's threshold)."""
+    from neardup_spark.config import build_config
+    from neardup_spark.pipeline.dedupe import run
     from neardup_spark.quality.generate import write_corpus
 
     write_corpus(str(tmp_path / "corpus"), 400, seed=3, mean_words=60)
@@ -79,3 +86,8 @@ def test_the_resume_row_kills_a_run_after_candidates_and_measures_the_rerun(tmp_
     scale = record["scale"]
     assert scale["tasks"] > 0 and scale["shuffle_write_bytes"] > 0 and scale["input_bytes"] > 0
     assert scale["staging_peak_bytes"] > 0 and scale["output_bytes"] > 0
+    reference = tmp_path / "uninterrupted"
+    config = build_config(options={"threshold": settings.threshold})
+    report = run(spark, str(corpus.corpus), str(reference), config)
+    assert report["counts"]["near_pairs"] > 0  # there are pairs to get wrong
+    assert same_outputs(Path(record["output"]), reference)

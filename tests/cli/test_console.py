@@ -22,6 +22,7 @@ from neardup_spark.cli.progress import Snapshot, StageProgress, clock, live_line
 from neardup_spark.pipeline.reporting import StageTimer, running_stage
 from neardup_spark.quality.generate import generate_corpus
 from neardup_spark.runtime.console import NOISE, _copy_lines
+from neardup_spark.runtime.faults import SLOW_BATCH_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 StageInfo = namedtuple("StageInfo", "numTasks numCompletedTasks")
@@ -133,32 +134,66 @@ OWN_LINE = re.compile(
 )
 
 
-@pytest.mark.slow
-def test_a_user_error_prints_only_neardups_own_lines(tmp_path):
-    """Duplicate ids: the id check fails while the per-document pass runs and cancels it. Run
-    several times (the cancellation falls at another point each time), stderr holds only the
-    ``error:`` line and the stage log lines: no Spark start-up noise, no worker traceback.
-    ``-v`` brings Spark's own console back."""
-    table, _ = generate_corpus(3000, seed=4, mean_words=150)
+def duplicate_ids_run(
+    tmp_path: Path, docs: int, *extra: str, verbose: bool = False, env=None
+) -> list[str]:
+    """``neardup dedupe`` of a generated corpus whose ids 0 and 1 appear twice: exit 2; the
+    lines of its stderr."""
+    table, _ = generate_corpus(docs, seed=4, mean_words=150)
     ids = table["id"].to_pylist()
     ids[2], ids[3] = ids[0], ids[1]
-    pq.write_table(table.set_column(0, "id", pa.array(ids)), tmp_path / "dup.parquet")
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    for attempt in range(4):
-        verbose = ["-v"] if attempt == 0 else []
-        args = [*verbose, "dedupe", str(tmp_path / "dup.parquet"), str(tmp_path / f"o{attempt}")]
-        done = subprocess.run(
-            [sys.executable, "-m", "neardup_spark", *args, "--master", "local[2]"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-            cwd=REPO,
-        )
-        assert done.returncode == 2, done.stderr[-3000:]
-        lines = done.stderr.splitlines()
-        if verbose:
-            assert any("log4j" in line or " WARN " in line for line in lines), lines
-            continue
-        assert [line for line in lines if not OWN_LINE.match(line)] == []
-        assert sum(line.startswith("error: ") for line in lines) == 1
+    corpus = tmp_path / "dup.parquet"
+    if not corpus.exists():
+        pq.write_table(table.set_column(0, "id", pa.array(ids)), corpus)
+    out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+    args = [*(["-v"] if verbose else []), "dedupe", str(corpus), str(out), "--master", "local[2]"]
+    done = subprocess.run(
+        [sys.executable, "-m", "neardup_spark", *args, *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})},
+        cwd=REPO,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    return done.stderr.splitlines()
+
+
+def assert_own_lines_only(lines: list[str]) -> None:
+    assert [line for line in lines if not OWN_LINE.match(line)] == []
+    assert sum(line.startswith("error: ") for line in lines) == 1
+
+
+@pytest.mark.slow
+def test_a_user_error_prints_only_neardups_own_lines(tmp_path):
+    """Duplicate ids: the id check fails while the per-document pass runs and cancels it, or
+    once it has ended (the two jobs share the cores). Stderr holds only the ``error:`` line and
+    the stage log lines: no Spark start-up noise, no worker traceback. ``-v`` brings Spark's own
+    console back. (Cancelling busy tasks, deterministically: the next test.)"""
+    verbose = duplicate_ids_run(tmp_path, 3000, verbose=True)
+    assert any("log4j" in line or " WARN " in line for line in verbose), verbose
+    assert_own_lines_only(duplicate_ids_run(tmp_path, 3000))
+
+
+SKETCH_LINE = re.compile(r"neardup_spark\.progress: stage=sketch rows=(\S+) ")
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="product bug: a per-document pass cancelled mid-task prints Spark's 'ERROR "
+    "FileFormatWriter: Aborting job' and its stack trace on stderr (the JVM's log at ERROR, "
+    "runtime/console.py's filter); remove this mark with the fix",
+)
+def test_a_user_error_cancelling_busy_tasks_prints_only_neardups_own_lines(tmp_path):
+    """The cancellation point the repeated runs above could only hope for, made certain: the
+    per-document pass in one task (spark.default.parallelism=1) whose batch is held busy
+    (NEARDUP_SLOW_BATCH_MARKER), the id check on the other core. The marker shows the task
+    ran; the sketch stage ends without its rows (cut short). Stderr: neardup's lines only."""
+    busy = tmp_path.parent / f"{tmp_path.name}-busy"
+    one_task = ("--set", "spark.default.parallelism=1")
+    lines = duplicate_ids_run(tmp_path, 300, *one_task, env={SLOW_BATCH_ENV: str(busy)})
+    assert busy.exists()  # a batch of the pass was running when the check failed
+    sketch = [m.group(1) for line in lines if (m := SKETCH_LINE.search(line))]
+    assert sketch == ["-"], lines  # the pass was cut short: no rows counted
+    assert_own_lines_only(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -124,6 +125,10 @@ def test_spark_submit_job(small_input, tmp_path):
             str(spark_submit),
             "--master",
             "local[2]",
+            # spark-submit's settings rule (no local defaults): Spark's 200 shuffle partitions
+            # made two thirds of this test's time, on 4 documents
+            "--conf",
+            "spark.sql.shuffle.partitions=2",
             str(REPO / "jobs" / "dedupe.py"),
             str(small_input),
             str(out),
@@ -216,21 +221,37 @@ def table_of(out: Path, name: str) -> list:
     return sorted(tuple(r.values()) for r in rows)
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> dict:
+    """One generated corpus and one uninterrupted ``--no-resume`` run of it, shared by the kill
+    tests below: its OUTPUT (each test works on a copy), its tables and its counts."""
+    from neardup_spark.quality.generate import generate_corpus
+
+    root = tmp_path_factory.mktemp("uninterrupted")
+    table, _ = generate_corpus(400, seed=2, mean_words=100)
+    pq.write_table(table, root / "in.parquet")
+    out = root / "out"
+    done = neardup(
+        "dedupe", str(root / "in.parquet"), str(out), "--no-report", *LOCAL, "--no-resume"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["resumed_stages"] == []  # --no-resume: started afresh
+    tables = {name: table_of(out, name) for name in ("clusters", "pairs", "deduplicated")}
+    assert tables["pairs"]  # there are pairs to get wrong
+    return {"input": root / "in.parquet", "out": out, "tables": tables, "counts": report["counts"]}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["before_commit", "in_commit"])
-def test_a_killed_rerun_then_a_rerun(tmp_path, point):
+def test_a_killed_rerun_then_a_rerun(uninterrupted, tmp_path, point):
     """SIGKILL at a known point of a rerun with --overwrite. Before its commit: the previous
     output is intact and still finished. During its commit: OUTPUT is not marked finished.
     Either way the next run completes with the same results and leaves no debris."""
-    from neardup_spark.quality.generate import generate_corpus
-
-    table, _ = generate_corpus(1500, seed=2, mean_words=100)
-    pq.write_table(table, tmp_path / "in.parquet")
     out = tmp_path / "out"
-    args = ("dedupe", str(tmp_path / "in.parquet"), str(out), "--no-report", *LOCAL)
-    first = neardup(*args)
-    assert first.returncode == 0, first.stderr[-2000:]
-    before = {name: table_of(out, name) for name in ("clusters", "pairs", "deduplicated")}
+    shutil.copytree(uninterrupted["out"], out)  # a finished run's OUTPUT
+    args = ("dedupe", str(uninterrupted["input"]), str(out), "--no-report", *LOCAL)
+    before = uninterrupted["tables"]
     marker = tmp_path / "paused"
     kill_when_paused(start_paused((*args, "--overwrite"), point, marker), marker)
     assert (out / "_staging").is_dir()  # the killed run's debris
@@ -248,16 +269,12 @@ def test_a_killed_rerun_then_a_rerun(tmp_path, point):
 
 
 @pytest.mark.slow
-def test_a_run_killed_after_candidates_resumes(tmp_path):
+def test_a_run_killed_after_candidates_resumes(uninterrupted, tmp_path):
     """SIGKILL once the candidates stage is kept: the rerun of the same command reads back the
-    three finished stages (and says so), and its outputs equal an uninterrupted run's
-    (--no-resume --overwrite on the same OUTPUT)."""
-    from neardup_spark.quality.generate import generate_corpus
-
-    table, _ = generate_corpus(1500, seed=2, mean_words=100)
-    pq.write_table(table, tmp_path / "in.parquet")
+    three finished stages (and says so), and its outputs equal an uninterrupted run's (the
+    module's --no-resume run of the same input)."""
     out = tmp_path / "out"
-    args = ("dedupe", str(tmp_path / "in.parquet"), str(out), "--no-report", *LOCAL)
+    args = ("dedupe", str(uninterrupted["input"]), str(out), "--no-report", *LOCAL)
     marker = tmp_path / "paused"
     kill_when_paused(start_paused(args, "after_candidates", marker), marker)
     (run_dir,) = (out / "_staging").iterdir()
@@ -269,8 +286,5 @@ def test_a_run_killed_after_candidates_resumes(tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert report["resumed_stages"] == ["sketch", "exact", "candidates"]
     outputs = {name: table_of(out, name) for name in ("clusters", "pairs", "deduplicated")}
-    fresh = neardup(*args, "--no-resume", "--overwrite")
-    assert fresh.returncode == 0, fresh.stderr[-2000:]
-    assert json.loads((out / "report.json").read_text())["resumed_stages"] == []
-    assert {name: table_of(out, name) for name in outputs} == outputs
-    assert json.loads((out / "report.json").read_text())["counts"] == report["counts"]
+    assert outputs == uninterrupted["tables"]
+    assert report["counts"] == uninterrupted["counts"]

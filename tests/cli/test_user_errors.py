@@ -15,29 +15,43 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from neardup_spark.cli import app
 from neardup_spark.cli.app import main
+from neardup_spark.runtime import interrupts
 
 REPO = Path(__file__).resolve().parents[2]
-# Settings a command's session sets on the shared one, put back after each case.
-RESTORED = ("spark.sql.shuffle.partitions", "spark.sql.execution.arrow.maxRecordsPerBatch")
 
 
 @pytest.fixture
 def in_process(spark, monkeypatch, capfd):
     """``neardup ARGS`` in this process, on the suite's session: its ``stop()`` does nothing
-    while the command runs (the session is the suite's), its settings restored afterwards.
-    Returns (exit code, stderr lines)."""
-    saved = {key: spark.conf.get(key) for key in RESTORED}
+    while the command runs (the session is the suite's), and every setting the command's
+    session builder changed (its shuffle partitions, Arrow batch size, application name...)
+    is put back afterwards. Returns (exit code, stderr lines)."""
+    saved = dict(spark.conf.getAll)
     monkeypatch.setattr(SparkSession, "stop", lambda self: None)
+    # A command that takes itself for signalled stops the session (runtime/interrupts.py): here
+    # that would be the suite's, and every later test of this process would fail. Seen once in
+    # a -n 2 run (158 errors after this test's first case); a stray SIGINT/SIGTERM reaching this
+    # process is the one way there. Made one clear failure instead.
+    stops: list[int | None] = []
+    monkeypatch.setattr(app, "stop_spark", lambda: stops.append(interrupts.received()))
 
     def call(*args: str) -> tuple[int, list[str]]:
         capfd.readouterr()
         code = main(list(args))
+        assert not stops, f"the command took itself for stopped by signal {stops[0]}"
         return code, capfd.readouterr().err.splitlines()
 
     yield call
-    for key, value in saved.items():
-        spark.conf.set(key, value)
+    # PySpark's builder put the command's options into the existing session's SQL conf
+    # directly, Spark core settings too (which spark.conf.set refuses): undone the same way
+    conf = spark._jsparkSession.sessionState().conf()
+    for key, value in dict(spark.conf.getAll).items():
+        if key not in saved:
+            conf.unsetConf(key)
+        elif saved[key] != value:
+            conf.setConfString(key, saved[key])
 
 
 def one_error_line(lines: list[str]) -> str:

@@ -223,7 +223,11 @@ def test_a_failed_rerun_leaves_the_previous_output_intact(
 # Real Common Crawl samples, when ../shared/data/warc is there
 
 
-@pytest.mark.skipif(not SHARED_WARC.is_dir(), reason="no ../shared/data/warc")
+@pytest.mark.skipif(
+    not SHARED_WARC.is_dir(),
+    reason=f"needs the Common Crawl samples at {SHARED_WARC} (../shared/data/warc beside the "
+    "clone; CI has them there): not run",
+)
 def test_real_samples_then_dedupe(spark, tmp_path):
     out = tmp_path / "ingested"
     summary = ingest(spark, [str(SHARED_WARC)], str(out))

@@ -91,8 +91,11 @@ def test_csv_orc_and_a_catalog_table(spark, twins, tmp_path):
     df, _ = read_corpus(spark, CorpusSource(str(tmp_path / "t.orc"), format="orc"))
     assert df.orderBy("id").collect()[0]["text"] == small["text"][0].as_py()
     spark.createDataFrame(table.to_pylist()).createOrReplaceTempView("crawl_view")
-    df, _ = read_corpus(spark, CorpusSource(table="crawl_view"))
-    assert df.count() == 200
+    try:
+        df, _ = read_corpus(spark, CorpusSource(table="crawl_view"))
+        assert df.count() == 200
+    finally:
+        spark.catalog.dropTempView("crawl_view")
     with pytest.raises(UserError, match="cannot read table no_such_table"):
         read_corpus(spark, CorpusSource(table="no_such_table"))
 

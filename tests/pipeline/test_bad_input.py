@@ -244,34 +244,15 @@ def test_invariants_on_random_corpora(spark, texts, dup_of):
 
 
 @pytest.mark.slow
-def test_a_task_failing_once_is_retried_with_the_same_result(tmp_path):
+def test_a_task_failing_once_is_retried_with_the_same_result(spark, tmp_path):
+    """local[2,2] (two attempts per task): the job's one injected task failure is retried, and
+    the clusters and pairs equal a clean run's (this suite's session, no failure injected)."""
     from neardup_spark.quality.generate import generate_corpus
 
     table, _ = generate_corpus(400, seed=3, mean_words=80)
     pq.write_table(table, tmp_path / "in.parquet")
     marker = tmp_path / "failed-once"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, FAIL_ONCE_ENV: str(marker)}
-
-    def dedupe_cli(out: Path, *extra: str, environ=None) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "neardup_spark",
-                "dedupe",
-                str(tmp_path / "in.parquet"),
-                str(out),
-                "--no-report",
-                "--set",
-                "spark.sql.shuffle.partitions=2",
-                *extra,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=400,
-            env=environ or env,
-            cwd=REPO,
-        )
 
     def pairs(out: Path) -> list:
         t = (
@@ -282,15 +263,23 @@ def test_a_task_failing_once_is_retried_with_the_same_result(tmp_path):
         return t.select(["doc_a", "doc_b", "method", "jaccard"]).to_pylist()
 
     out = tmp_path / "out"
-    retried = dedupe_cli(out, "--master", "local[2,2]")
+    args = ["dedupe", str(tmp_path / "in.parquet"), str(out), "--no-report", "--master"]
+    args += ["local[2,2]", "--set", "spark.sql.shuffle.partitions=2"]
+    retried = subprocess.run(
+        [sys.executable, "-m", "neardup_spark", *args],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=env,
+        cwd=REPO,
+    )
     assert retried.returncode == 0, retried.stderr[-2000:]
     assert marker.exists()  # the hook did fail one task attempt
     assert "injected task failure" in retried.stderr
     retried_clusters, retried_pairs = clusters_of(out), pairs(out)
-    # A clean run of the finished job again with --overwrite gives the same clusters and pairs.
-    clean_env = {k: v for k, v in env.items() if k != FAIL_ONCE_ENV}
-    clean = dedupe_cli(out, "--master", "local[2]", "--overwrite", environ=clean_env)
-    assert clean.returncode == 0, clean.stderr[-2000:]
-    assert clusters_of(out) == retried_clusters
-    assert pairs(out) == retried_pairs
+    # A clean run of the same input gives the same clusters and pairs.
+    clean = tmp_path / "clean"
+    run(spark, str(tmp_path / "in.parquet"), str(clean), build_config())
+    assert clusters_of(clean) == retried_clusters
+    assert pairs(clean) == retried_pairs
     assert len(partition(retried_clusters)) < len(retried_clusters)  # it found duplicates

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from contextlib import contextmanager
 
 import pyarrow as pa
@@ -360,48 +362,66 @@ def test_a_failed_background_action_cancels_the_running_job_and_is_the_error_rai
     try:
         with pytest.raises(UserError, match="not unique"):
             run_together(spark, [bad_ids, long_job])
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    finally:  # long_job ran in this thread: its group, description and cancel flag go
+        for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            spark.sparkContext.setLocalProperty(key, None)  # type: ignore[arg-type]
     jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
     assert jobs and all(job.status == "FAILED" for job in jobs)  # cancelled, not run to the end
 
 
-def test_a_failed_background_action_leaves_other_threads_jobs_alone(spark):
-    """A notebook's own job, started from another thread, is not cancelled by a bad id."""
-    import time
-
+def test_a_failed_background_action_leaves_other_threads_jobs_alone(spark, tmp_path):
+    """A notebook's own job, started from another thread, is not cancelled by a bad id: its
+    task holds (a file marks its start) until the test lets it go, so the bad id's
+    cancellation certainly falls while that job runs; then it finishes with its result."""
     from pyspark import InheritableThread
 
     from neardup_spark.pipeline.execution import run_together
 
-    tracker = spark.sparkContext.statusTracker()
+    started, release = str(tmp_path / "started"), str(tmp_path / "release")
     results: list[int] = []
+    errors: list[BaseException] = []
 
-    def slow(batches):  # nested: pickled by value
+    def held(batches):  # nested: pickled by value, with the two paths
+        import os
         import time as t
 
-        for batch in batches:
-            t.sleep(0.2)
-            yield batch
+        with open(started, "a") as marker:
+            marker.write("task\n")
+        deadline = t.monotonic() + 300
+        while not os.path.exists(release) and t.monotonic() < deadline:
+            t.sleep(0.02)
+        yield from batches
 
     def unrelated() -> None:
         spark.sparkContext.setJobGroup("unrelated", "someone else's job")
-        results.append(spark.range(20, numPartitions=10).mapInArrow(slow, "id long").count())
-
-    other = InheritableThread(target=unrelated)
-    other.start()
-    deadline = time.monotonic() + 120
-    while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert tracker.getActiveJobsIds(), "the other thread's job never started"
+        try:
+            # one task: the other core stays free for the jobs of run_together below
+            results.append(spark.range(20, numPartitions=1).mapInArrow(held, "id long").count())
+        except BaseException as exc:
+            errors.append(exc)
 
     def bad_ids() -> None:
         raise UserError("ids in column 'id' are not unique")
 
-    with pytest.raises(UserError):
-        run_together(spark, [bad_ids, lambda: spark.range(10).count()])
-    other.join()
-    assert results == [20]
+    other = InheritableThread(target=unrelated, daemon=True)
+    other.start()
+    try:
+        wait_until(lambda: os.path.exists(started) or not other.is_alive(), seconds=120)
+        assert os.path.exists(started), errors  # the other thread's job is running
+        with pytest.raises(UserError):
+            run_together(spark, [bad_ids, lambda: spark.range(10).count()])
+        assert other.is_alive() and not results and not errors  # still held, not cancelled
+    finally:
+        open(release, "w").close()
+        other.join(timeout=120)
+    assert not other.is_alive(), "the other thread's job did not finish once let go"
+    assert errors == [] and results == [20]
+
+
+def wait_until(condition, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def test_actions_run_together_all_complete(spark, tmp_path):
@@ -425,7 +445,7 @@ def test_per_document_partitions_group_small_splits_and_spread_few(spark):
 
     cores = spark.sparkContext.defaultParallelism
     key = "spark.sql.files.maxPartitionBytes"
-    before = spark.conf.get(key)
+    before = spark.conf.get(key, None)
     try:
         spark.conf.set(key, "8m")  # 8 input splits per 64 MB Python task
         assert layout(8 * cores + 1).rdd.getNumPartitions() == 2 * cores
@@ -435,5 +455,8 @@ def test_per_document_partitions_group_small_splits_and_spread_few(spark):
         assert layout(3 * cores + 1).rdd.getNumPartitions() == 3 * cores + 1
         assert sorted(r.doc_id for r in layout(40).collect()) == list(range(200))
     finally:
-        spark.conf.set(key, before)
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
     assert byte_size("8m") == 8 * 2**20 and byte_size("134217728b") == 128 * 2**20

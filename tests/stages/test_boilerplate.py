@@ -198,12 +198,14 @@ def test_a_unit_repeated_within_one_document_keeps_its_first_occurrence(spark):
 def test_counts_do_not_depend_on_the_partitioning(spark, pages):
     config = config_of(mode="repeats", prefer="quality desc")
     reference = units_table(pages, config)
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "2")
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "2")
     try:
         for parts in (1, 5):
             assert units_table(pages.repartition(parts), config) == reference
     finally:
-        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
+        spark.conf.set(key, before)
 
 
 def test_binary_text_stays_binary(spark):
