@@ -179,12 +179,6 @@ SKETCH_LINE = re.compile(r"neardup_spark\.progress: stage=sketch rows=(\S+) ")
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: a per-document pass cancelled mid-task prints Spark's 'ERROR "
-    "FileFormatWriter: Aborting job' and its stack trace on stderr (the JVM's log at ERROR, "
-    "runtime/console.py's filter); remove this mark with the fix",
-)
 def test_a_user_error_cancelling_busy_tasks_prints_only_neardups_own_lines(tmp_path):
     """The cancellation point the repeated runs above could only hope for, made certain: the
     per-document pass in one task (spark.default.parallelism=1) whose batch is held busy
