@@ -18,7 +18,7 @@ from neardup_spark.errors import UserError
 EXTRAS = {
     "ingest": ("fastwarc", "resiliparse", "brotli"),
     "report": ("matplotlib",),
-    "bench": ("datasketch",),
+    "bench": ("datasketch", "rensa"),
 }
 
 

@@ -1,5 +1,5 @@
 """The rows that run in their own process as ``neardup bench-row ROW CORPUS OUT``: the hashing
-floor, Spark MLlib and datasketch. Each writes ``OUT/stats.json`` (its Spark start-up and its
+floor, Spark MLlib, datasketch and rensa. Each writes ``OUT/stats.json`` (its Spark start-up and its
 timed work) and, except the floor, its pairs to ``OUT/pairs`` (``doc_a``, ``doc_b``).
 
 ``floor``
@@ -28,6 +28,10 @@ timed work) and, except the floor, its pairs to ``OUT/pairs`` (``doc_a``, ``doc_
     default SHA-1 hashing), then ``MinHashLSH(threshold, num_perm=200)``: ``query`` then
     ``insert``; every returned key is a pair (no verification, as the LSH index is normally
     used).
+
+``rensa``
+    :mod:`neardup_spark.bench.rensa_row`: rensa's MinHash on two processes, its LSH banded for
+    recall >= 0.99 at the threshold, union-find, no verification.
 """
 
 from __future__ import annotations
@@ -47,12 +51,13 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from neardup_spark.bench.rensa_row import child_rensa
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.kernels.normalize import NormalizeOptions, normalize_texts
 from neardup_spark.kernels.shingles import combine_word_hashes, word_batch
 from neardup_spark.runtime.session import build_session
 
-CHILD_ROWS = ("floor", "spark-mllib", "datasketch")
+CHILD_ROWS = ("floor", "spark-mllib", "datasketch", "rensa")
 STATS_FILE = "stats.json"
 NGRAM = 5
 NUM_PERM = 200
@@ -241,6 +246,8 @@ def run_child_row(row: str, corpus: str, output: str, master: str, threshold: fl
         stats = child_floor(corpus, master)
     elif row == "spark-mllib":
         stats = child_mllib(corpus, output, master, threshold)
+    elif row == "rensa":
+        stats = child_rensa(corpus, output, threshold)
     else:
         stats = child_datasketch(corpus, output, threshold)
     write_stats(os.path.join(output, STATS_FILE), stats)

@@ -58,6 +58,7 @@ def machine_info() -> dict[str, Any]:
         "spark": _version("pyspark"),
         "java": _java_version(),
         "datasketch": _version("datasketch"),
+        "rensa": _version("rensa"),
         "numpy": _version("numpy"),
         "pyarrow": _version("pyarrow"),
         "kernel": platform.release(),

@@ -34,11 +34,18 @@ def ratio(value: float | None, reference: float | None) -> float | None:
 
 
 def derive(rows: list[dict[str, Any]]) -> None:
-    """Growth exponents and ratios against floor and spark-mllib (in place)."""
+    """Growth exponents and ratios against floor, spark-mllib and rensa (in place)."""
     ok = {(r["docs"], r["row"]): r for r in rows if r.get("status") == "ok"}
     sizes = sorted({r["docs"] for r in rows})
     for r in rows:
-        for key in ("growth_exponent", "vs_floor", "vs_mllib", "vs_mllib_wall", "time_vs"):
+        for key in (
+            "growth_exponent",
+            "vs_floor",
+            "vs_mllib",
+            "vs_mllib_wall",
+            "vs_rensa_wall",
+            "time_vs",
+        ):
             r[key] = None
         if r.get("status") != "ok":
             continue
@@ -56,6 +63,9 @@ def derive(rows: list[dict[str, Any]]) -> None:
         if mllib:
             r["vs_mllib"] = ratio(r["docs_per_second"], mllib["docs_per_second"])
             r["vs_mllib_wall"] = ratio(r["docs_per_second_wall"], mllib["docs_per_second_wall"])
+        rensa = ok.get((r["docs"], "rensa"))
+        if rensa:  # whole process: rensa has no JVM to start
+            r["vs_rensa_wall"] = ratio(r["docs_per_second_wall"], rensa["docs_per_second_wall"])
         reference = ok.get((r["docs"], TIME_REFERENCES.get(r["row"], "")))
         if reference:
             r["time_vs"] = ratio(r["work_seconds"], reference["work_seconds"])

@@ -15,6 +15,7 @@ ROWS = (
     "neardup-connect",
     "spark-mllib",
     "datasketch",
+    "rensa",
 )
 # Rows run only when named in --rows (bench/variants.py): neardup-minhash run another way.
 VARIANT_ROWS = (

@@ -38,6 +38,7 @@ MAIN_HEADERS = (
     "x floor",
     "x mllib",
     "x mllib wall",
+    "x rensa wall",
     "growth",
     "peak GB",
     "pairs",
@@ -71,6 +72,7 @@ def main_table(rows: Sequence[dict[str, Any]]) -> str:
                 _fmt(r.get("vs_floor")),
                 _fmt(r.get("vs_mllib")),
                 _fmt(r.get("vs_mllib_wall")),
+                _fmt(r.get("vs_rensa_wall")),
                 _fmt(r.get("growth_exponent")),
                 _fmt(None if not peak else peak / GB),
                 _fmt(r.get("pairs")),
@@ -171,8 +173,8 @@ def machine_line(machine: dict[str, Any]) -> str:
         f"Machine: {machine.get('cpu_model')}, {machine.get('cores')} cores, "
         f"{_fmt(None if ram is None else ram / GB, 1)} GiB RAM; Python {machine.get('python')}, "
         f"Spark {machine.get('spark')}, Java {machine.get('java')}, "
-        f"datasketch {machine.get('datasketch')}; {machine.get('date')}"
-        + (f"; load average at start {load}" if load else "")
+        f"datasketch {machine.get('datasketch')}, rensa {machine.get('rensa')}; "
+        f"{machine.get('date')}" + (f"; load average at start {load}" if load else "")
     )
 
 
@@ -205,7 +207,9 @@ def format_markdown(results: dict[str, Any], heading: bool = True) -> str:
         "",
         "docs/s = docs / work s (JVM start excluded); x floor / x mllib = docs/s over the "
         "floor / spark-mllib row's at the same size; x mllib wall = the same on whole-process "
-        "wall s; growth = log(t2/t1)/log(n2/n1) of work s from the previous size; peak GB = max "
+        "wall s; x rensa wall = the same against the rensa row (above 1: neardup's whole process "
+        "is faster than rensa's unverified run); growth = log(t2/t1)/log(n2/n1) of work s from "
+        "the previous size; peak GB = max "
         "summed RSS of the row's process tree (JVM and Python workers included); recall = truth "
         "pairs with J >= threshold connected by the found pairs; precision = found pairs with "
         "exact J >= threshold.",

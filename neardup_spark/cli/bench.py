@@ -168,8 +168,9 @@ def run_bench(args: argparse.Namespace) -> int:
     and nightly run finished, 1 when one failed or timed out (the tables are written either
     way)."""
     settings = BenchSettings(**{f.name: getattr(args, f.name) for f in fields(BenchSettings)})
-    if "datasketch" in settings.rows:
-        require_extra("bench", "the datasketch row of neardup bench (or leave it out with --rows)")
+    for peer in ("datasketch", "rensa"):
+        if peer in settings.rows:
+            require_extra("bench", f"the {peer} row of neardup bench (or leave it out with --rows)")
     return bench(settings, echo)
 
 
