@@ -57,12 +57,15 @@ def test_file_partitions_follow_sparks_rule(spark, tmp_path):
         pq.write_table(pa.table({"x": list(range(rows))}), path, row_group_size=1000)
         sizes.append(path.stat().st_size)
     conf = {"spark.sql.files.maxPartitionBytes": "16k", "spark.sql.files.openCostInBytes": "4k"}
-    before = {key: spark.conf.get(key) for key in conf}
+    before = {key: spark.conf.get(key, None) for key in conf}  # None: not set, the default
     try:
         for key, value in conf.items():
             spark.conf.set(key, value)
         actual = engine_of(spark).partitions(spark.read.parquet(str(tmp_path)))
     finally:
         for key, value in before.items():
-            spark.conf.set(key, value)
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
     assert file_partitions(sizes, 4, 16 * 1024, 4 * 1024) == actual
