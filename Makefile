@@ -103,7 +103,7 @@ lock:  ## rewrite constraints.txt with the newest versions inside pyproject.toml
 	{ sed -n '/^#/p' constraints.txt; build/lock/bin/pip freeze --exclude neardup-spark | grep -v '^#'; } > constraints.new
 	mv constraints.new constraints.txt
 
-bench: $(STAMP)  ## benchmark vs the hashing floor, Spark MLlib, datasketch (10k/30k/100k docs), then the nightly case (~17 min on 2 cores; builds the JVM class archive first)
+bench: $(STAMP)  ## benchmark vs the hashing floor, Spark MLlib, datasketch, rensa (10k/30k/100k docs), then the nightly case (~17 min on 2 cores; builds the JVM class archive first)
 	$(BIN)/neardup bench
 
 NIGHTLY_SIZES ?= 100000,300000
