@@ -37,6 +37,7 @@ def test_commands_needing_a_missing_extra_say_how_to_install_it(without_extras, 
     assert main(["ingest", "crawl.warc.gz", "out"]) == 2
     assert main(["report", "out"]) == 2
     assert main(["bench", "--rows", "datasketch"]) == 2
+    assert main(["bench", "--rows", "floor,rensa"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "error: neardup ingest needs the ingest extra (fastwarc, resiliparse, brotli not "
@@ -44,7 +45,9 @@ def test_commands_needing_a_missing_extra_say_how_to_install_it(without_extras, 
         "error: neardup report needs the report extra (matplotlib not installed): "
         "pip install 'neardup-spark[report]'",
         "error: the datasketch row of neardup bench (or leave it out with --rows) needs the bench "
-        "extra (datasketch not installed): pip install 'neardup-spark[bench]'",
+        "extra (datasketch, rensa not installed): pip install 'neardup-spark[bench]'",
+        "error: the rensa row of neardup bench (or leave it out with --rows) needs the bench "
+        "extra (datasketch, rensa not installed): pip install 'neardup-spark[bench]'",
     ]
 
 
