@@ -96,7 +96,9 @@ class MainTable:
         timed out."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.results["settings"]["jvm_archive"] = ensure_archive()
-        self.results["settings"]["kernels"] = kernel_compile_seconds(self.workdir)
+        self.results["settings"]["kernels"] = (
+            None if self.settings.no_compile_timing else kernel_compile_seconds(self.workdir)
+        )
         for docs in self.settings.docs:
             self.bench_size(docs)
         derive(self.results["rows"])

@@ -68,6 +68,8 @@ class BenchSettings:
     variant_max_docs: int = DEFAULT_VARIANT_MAX_DOCS
     # Disk, shuffle and sizing figures of the neardup rows (bench/scale.py).
     scale_metrics: bool = False
+    # Skip timing the kernels' compilation (a fresh numba cache, ~20 s of CPU) before the rows.
+    no_compile_timing: bool = False
     nightly_sizes: Sequence[int] = _sizes(DEFAULT_SIZES)
     nightly_new: int = DEFAULT_NEW
     nightly_repeats: int = 1

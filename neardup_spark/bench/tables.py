@@ -220,7 +220,7 @@ def format_markdown(results: dict[str, Any], heading: bool = True) -> str:
         if r.get("time_vs") is not None
     ]
     if boilerplate:
-        lines += ["", "Boilerplate rows (work seconds against their reference row):", *boilerplate]
+        lines += ["", "Work seconds against a reference row:", *boilerplate]
     stages = stage_table(results.get("rows", []))
     if stages:
         lines += ["", "neardup stage seconds (report.json):", "", stages]

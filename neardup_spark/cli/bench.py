@@ -138,6 +138,12 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
         help=f"skip the variant rows above this size (default {DEFAULT_VARIANT_MAX_DOCS:,})",
     )
     parser.add_argument(
+        "--no-compile-timing",
+        action="store_true",
+        help="do not time the kernels' compilation (first with numba's cache empty, then "
+        "cached, each in a fresh process: ~20 s) before the rows",
+    )
+    parser.add_argument(
         "--scale-metrics",
         action="store_true",
         help="also measure the neardup rows' disk (input, staging, Spark local files, "

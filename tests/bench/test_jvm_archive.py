@@ -94,3 +94,24 @@ def test_a_built_archive_is_mapped_by_a_real_local_run(built_jvm_archive, tmp_pa
     logs = [log.read_text(errors="replace") for log in tmp_path.glob("classes-*.log")]
     from_archive = max(log.count("source: shared objects file (top)") for log in logs)
     assert from_archive > 1000, f"{len(logs)} JVM logs, {from_archive} classes from the archive"
+
+
+# Stands in for the kernels' warm-up: "compiles" (fills the cache) when numba's cache directory
+# is empty, and prints its seconds as the last line, as warm_kernels' caller does.
+FAKE_KERNELS = """
+import os, pathlib
+cache = pathlib.Path(os.environ["NUMBA_CACHE_DIR"])
+warm = cache.is_dir() and any(cache.iterdir())
+cache.mkdir(parents=True, exist_ok=True)
+(cache / "kernel.nbc").write_text("x")
+print("loading")
+print(0.5 if warm else 7.25)
+"""
+
+
+def test_kernel_compile_seconds_times_an_empty_cache_then_a_warm_one(monkeypatch, tmp_path):
+    monkeypatch.setattr(builder, "_KERNELS", FAKE_KERNELS)
+    assert builder.kernel_compile_seconds(tmp_path) == {"compile": 7.25, "cached": 0.5}
+    assert not (tmp_path / "numba-cache-cold").exists()  # its own cache, removed after
+    monkeypatch.setattr(builder, "_KERNELS", "print('no number')")
+    assert builder.kernel_compile_seconds(tmp_path) is None

@@ -36,7 +36,12 @@ def test_write_json_replaces_the_file(tmp_path):
 def test_one_size_one_row(tmp_path):
     lines: list[str] = []
     settings = BenchSettings(
-        docs=[120], rows=["datasketch"], workdir=str(tmp_path), timeout=240, no_nightly=True
+        docs=[120],
+        rows=["datasketch"],
+        workdir=str(tmp_path),
+        timeout=240,
+        no_nightly=True,
+        no_compile_timing=True,
     )
     assert run_bench(settings, lines.append) == 0
     results = json.loads((tmp_path / "results.json").read_text())
@@ -57,7 +62,11 @@ def test_no_corpus_fails_every_row_of_that_size(tmp_path, monkeypatch):
 
     monkeypatch.setattr(bench_main, "ensure_corpus", no_corpus)
     settings = BenchSettings(
-        docs=[50], rows=["floor", "datasketch"], workdir=str(tmp_path), no_nightly=True
+        docs=[50],
+        rows=["floor", "datasketch"],
+        workdir=str(tmp_path),
+        no_nightly=True,
+        no_compile_timing=True,
     )
     assert run_bench(settings, print) == 1
     results = json.loads((tmp_path / "results.json").read_text())

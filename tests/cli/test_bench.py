@@ -67,7 +67,7 @@ def test_every_option_reaches_the_settings_and_the_status_is_the_exit_code(monke
     argv += ["--timeout", "60", "--mllib-max-docs", "5", "--datasketch-max-docs", "6"]
     argv += ["--nightly-sizes", "50", "--nightly-new", "7", "--nightly-repeats", "2"]
     argv += ["--nightly-series", "3", "--nightly-series-index", "40", "--docs-out", "D"]
-    assert main([*argv, "--no-nightly"]) == 1
+    assert main([*argv, "--no-nightly", "--no-compile-timing"]) == 1
     assert seen == [
         BenchSettings(
             docs=[100, 300],
@@ -87,6 +87,7 @@ def test_every_option_reaches_the_settings_and_the_status_is_the_exit_code(monke
             nightly_series=3,
             nightly_series_index=40,
             no_nightly=True,
+            no_compile_timing=True,
             docs_out="D",
         )
     ]
@@ -101,7 +102,7 @@ def test_tiny_bench_end_to_end(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NEARDUP_SPARK_JVM_ARCHIVE", "off")  # building one: test_jvm_archive.py
     workdir = tmp_path / "bench"
     argv = ["bench", "--docs", "300", "--rows", "floor,datasketch", "--workdir", str(workdir)]
-    assert main([*argv, "--timeout", "240", "--no-nightly"]) == 0
+    assert main([*argv, "--timeout", "240", "--no-nightly", "--no-compile-timing"]) == 0
     results = json.loads((workdir / "results.json").read_text())
     rows = {r["row"]: r for r in results["rows"]}
     assert set(rows) == {"floor", "datasketch"}
@@ -119,6 +120,7 @@ def test_tiny_bench_end_to_end(tmp_path, capsys, monkeypatch):
     assert "| datasketch" in markdown and markdown in out
     assert "[bench] 300 floor: ok, wall " in out and f"[bench] wrote {workdir}" in out
     assert "JVM class archive off" in markdown and results["settings"]["jvm_archive"] is None
+    assert results["settings"]["kernels"] is None  # --no-compile-timing
 
 
 @pytest.mark.slow

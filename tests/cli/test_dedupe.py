@@ -1,5 +1,7 @@
 """``neardup dedupe`` and ``jobs/dedupe.py``, each in its own process (own JVM): outputs,
-exit codes 0, 1 and 2, spark-submit, and SIGKILL at known points."""
+exit codes 0, 1 and 2, spark-submit, and SIGKILL at known points. The runs a kill test compares
+with, and the reruns after a kill, run the command in this process on the suite's session
+(:func:`here`): only what is killed needs a process of its own."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import redirect_stdout
+from io import StringIO
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,6 +21,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from neardup_spark.cli import app
+from neardup_spark.runtime import interrupts
 from neardup_spark.runtime.faults import FAIL_ONCE_ENV, PAUSE_AT_ENV, PAUSE_MARKER_ENV
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,6 +42,21 @@ def neardup(
         env=env,
         cwd=REPO,
     )
+
+
+def here(spark, *args: str) -> tuple[int, str]:
+    """``neardup ARGS`` in this process on the suite's session (its options other than the
+    config's do not reach the session; results do not depend on them): (exit code, stdout)."""
+    stops: list[int | None] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("neardup_spark.cli.dedupe.build_session", lambda *_, **__: spark)
+        patch.setattr(type(spark), "stop", lambda self: None)
+        # A command that takes itself for signalled would stop the suite's session instead.
+        patch.setattr(app, "stop_spark", lambda: stops.append(interrupts.received()))
+        with redirect_stdout(StringIO()) as printed:
+            code = app.main(list(args))
+    assert not stops, f"the command took itself for stopped by signal {stops[0]}"
+    return code, printed.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -222,19 +243,20 @@ def table_of(out: Path, name: str) -> list:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory) -> dict:
-    """One generated corpus and one uninterrupted ``--no-resume`` run of it, shared by the kill
-    tests below: its OUTPUT (each test works on a copy), its tables and its counts."""
+def uninterrupted(spark, tmp_path_factory) -> dict:
+    """One generated corpus and one uninterrupted ``--no-resume`` run of it (on the suite's
+    session), shared by the kill tests below: its OUTPUT (each test works on a copy), its
+    tables and its counts."""
     from neardup_spark.quality.generate import generate_corpus
 
     root = tmp_path_factory.mktemp("uninterrupted")
     table, _ = generate_corpus(400, seed=2, mean_words=100)
     pq.write_table(table, root / "in.parquet")
     out = root / "out"
-    done = neardup(
-        "dedupe", str(root / "in.parquet"), str(out), "--no-report", *LOCAL, "--no-resume"
+    code, _ = here(
+        spark, "dedupe", str(root / "in.parquet"), str(out), "--no-report", *LOCAL, "--no-resume"
     )
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert code == 0
     report = json.loads((out / "report.json").read_text())
     assert report["resumed_stages"] == []  # --no-resume: started afresh
     tables = {name: table_of(out, name) for name in ("clusters", "pairs", "deduplicated")}
@@ -244,7 +266,7 @@ def uninterrupted(tmp_path_factory) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["before_commit", "in_commit"])
-def test_a_killed_rerun_then_a_rerun(uninterrupted, tmp_path, point):
+def test_a_killed_rerun_then_a_rerun(spark, uninterrupted, tmp_path, point):
     """SIGKILL at a known point of a rerun with --overwrite. Before its commit: the previous
     output is intact and still finished. During its commit: OUTPUT is not marked finished.
     Either way the next run completes with the same results and leaves no debris."""
@@ -258,18 +280,16 @@ def test_a_killed_rerun_then_a_rerun(uninterrupted, tmp_path, point):
     if point == "before_commit":
         assert (out / "_SUCCESS").exists()
         assert {name: table_of(out, name) for name in before} == before
-        again = neardup(*args)  # still finished: refused without --overwrite
-        assert again.returncode == 2 and "already holds a finished run" in again.stderr
+        assert here(spark, *args)[0] == 2  # still finished: refused without --overwrite
     else:
         assert not (out / "_SUCCESS").exists() and not (out / "clusters").exists()
-    rerun = neardup(*args, "--overwrite")
-    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert here(spark, *args, "--overwrite")[0] == 0
     assert not (out / "_staging").exists() and (out / "_SUCCESS").exists()
     assert {name: table_of(out, name) for name in before} == before
 
 
 @pytest.mark.slow
-def test_a_run_killed_after_candidates_resumes(uninterrupted, tmp_path):
+def test_a_run_killed_after_candidates_resumes(spark, uninterrupted, tmp_path):
     """SIGKILL once the candidates stage is kept: the rerun of the same command reads back the
     three finished stages (and says so), and its outputs equal an uninterrupted run's (the
     module's --no-resume run of the same input)."""
@@ -280,9 +300,9 @@ def test_a_run_killed_after_candidates_resumes(uninterrupted, tmp_path):
     (run_dir,) = (out / "_staging").iterdir()
     kept = sorted(p.name for p in (run_dir / "stages").glob("*.json"))
     assert kept == ["candidates.json", "exact.json", "sketch.json"]
-    resumed = neardup(*args)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert "resumed           sketch, exact, candidates" in resumed.stdout
+    code, printed = here(spark, *args)
+    assert code == 0
+    assert "resumed           sketch, exact, candidates" in printed
     report = json.loads((out / "report.json").read_text())
     assert report["resumed_stages"] == ["sketch", "exact", "candidates"]
     outputs = {name: table_of(out, name) for name in ("clusters", "pairs", "deduplicated")}

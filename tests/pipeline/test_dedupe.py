@@ -181,7 +181,7 @@ def clusters_and_pairs(result) -> tuple[list, list]:
 
 @pytest.mark.parametrize(
     ("input_parts", "shuffle_parts", "arrow_batch", "distributed"),
-    [(1, 2, 100, False), (8, 64, 5000, True)],
+    [(1, 2, 100, False), (8, 16, 5000, True)],
 )
 def test_same_clusters_whatever_the_partitioning(
     spark, corpus, finished_run, input_parts, shuffle_parts, arrow_batch, distributed
