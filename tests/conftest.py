@@ -13,6 +13,7 @@ import pytest
 
 from neardup_spark.runtime.jvm_archive import ARCHIVE_ENV
 from neardup_spark.runtime.session import PARQUET_TIMESTAMP_TYPE
+from tests.spark_state import session_settings
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +87,7 @@ def leaves_the_session_as_it_found_it(request):
         return
     session = request.getfixturevalue("spark")
     context = session.sparkContext
-    settings = dict(session.conf.getAll)
+    settings = session_settings(session)
     before = session_state(session)
     yield
     for key in PRODUCT_SET:
@@ -95,7 +96,7 @@ def leaves_the_session_as_it_found_it(request):
     after = session_state(session)
     if after == before:
         return
-    now = dict(session.conf.getAll)
+    now = session_settings(session)
     changed = {
         key: (settings.get(key), now.get(key))
         for key in sorted(settings.keys() | now.keys())

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 from neardup_spark.cli import app
 from neardup_spark.cli.app import main
 from neardup_spark.runtime import interrupts
+from tests.spark_state import session_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,7 +29,7 @@ def in_process(spark, monkeypatch, capfd):
     while the command runs (the session is the suite's), and every setting the command's
     session builder changed (its shuffle partitions, Arrow batch size, application name...)
     is put back afterwards. Returns (exit code, stderr lines)."""
-    saved = dict(spark.conf.getAll)
+    saved = session_settings(spark)
     monkeypatch.setattr(SparkSession, "stop", lambda self: None)
     # A command that takes itself for signalled stops the session (runtime/interrupts.py): here
     # that would be the suite's, and every later test of this process would fail. Seen once in
@@ -47,7 +48,7 @@ def in_process(spark, monkeypatch, capfd):
     # PySpark's builder put the command's options into the existing session's SQL conf
     # directly, Spark core settings too (which spark.conf.set refuses): undone the same way
     conf = spark._jsparkSession.sessionState().conf()
-    for key, value in dict(spark.conf.getAll).items():
+    for key, value in session_settings(spark).items():
         if key not in saved:
             conf.unsetConf(key)
         elif saved[key] != value:
