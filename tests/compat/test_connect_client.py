@@ -4,9 +4,9 @@ A Spark Connect server runs in one process (this venv's pyspark 4.x, with the pa
 Python workers); ``neardup`` runs from another venv, ``NEARDUP_CONNECT_CLIENT`` (its ``bin``),
 that holds ``pyspark-client`` and the package's core only, with no Java on its ``PATH``. For each
 method, a nightly day 1 + day 2, ``--strip-boilerplate`` and ``--prefer``, its clusters and pairs
-must equal those of the same command run classic here; exit codes 0, 1 and 2 and their
-``error:`` lines must be the same. Skipped unless ``NEARDUP_CONNECT_CLIENT`` is set (the Makefile
-sets it for this row).
+must equal those of the same command run classic here (in this process, on the suite's
+session); exit codes 0, 1 and 2 and their ``error:`` lines must be the same. Skipped unless
+``NEARDUP_CONNECT_CLIENT`` is set (the Makefile sets it for this row).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -65,16 +66,24 @@ def data(tmp_path_factory) -> Path:
     return root
 
 
-def classic(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
-    return subprocess.run(
-        [sys.executable, "-m", "neardup_spark", *args, "--master", "local[2]"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**env, "PYSPARK_PYTHON": sys.executable},
-        cwd=REPO,
-    )
+@pytest.fixture
+def classic(spark, monkeypatch, capfd):
+    """``neardup ARGS`` classic, in this process on the suite's session: its exit code and
+    stderr, as a finished process gives them."""
+    from neardup_spark.cli import app
+
+    monkeypatch.setattr("neardup_spark.cli.dedupe.build_session", lambda *_, **__: spark)
+    monkeypatch.setattr(type(spark), "stop", lambda self: None)
+    stops: list[object] = []
+    monkeypatch.setattr(app, "stop_spark", lambda: stops.append("stopped"))
+
+    def run(*args: str) -> SimpleNamespace:
+        capfd.readouterr()
+        code = app.main(list(args))
+        assert not stops, "the command took itself for stopped by a signal"
+        return SimpleNamespace(returncode=code, stderr=capfd.readouterr().err)
+
+    return run
 
 
 def connect(server, *args: str) -> subprocess.CompletedProcess[str]:
@@ -120,12 +129,11 @@ def test_the_client_has_no_jvm():
         ("--method", "minhash"),
         ("--method", "simhash"),
         ("--method", "exact"),
-        ("--strip-boilerplate",),
-        ("--prefer", "quality desc"),
+        ("--strip-boilerplate", "--prefer", "quality desc"),
     ],
-    ids=["minhash", "simhash", "exact", "strip-boilerplate", "prefer"],
+    ids=["minhash", "simhash", "exact", "strip-boilerplate-prefer"],
 )
-def test_dedupe_from_a_connect_client_equals_classic(server, data, tmp_path, options):
+def test_dedupe_from_a_connect_client_equals_classic(server, data, classic, tmp_path, options):
     runs = {
         "classic": classic("dedupe", str(data / "all"), str(tmp_path / "classic"), *options),
         "connect": connect(
@@ -140,7 +148,7 @@ def test_dedupe_from_a_connect_client_equals_classic(server, data, tmp_path, opt
         ), table
 
 
-def test_nights_from_a_connect_client_equal_classic(server, data, tmp_path):
+def test_nights_from_a_connect_client_equal_classic(server, data, classic, tmp_path):
     for kind, runner in (("classic", classic), ("connect", lambda *a: connect(server, *a))):
         for day in ("day1", "day2"):
             out = tmp_path / f"{kind}-{day}"
@@ -153,13 +161,13 @@ def test_nights_from_a_connect_client_equal_classic(server, data, tmp_path):
             ), (day, table)
 
 
-def test_exit_codes_and_messages_equal_classic(server, data, tmp_path):
+def test_exit_codes_and_messages_equal_classic(server, data, classic, tmp_path):
     """0 (a run), 2 (a missing column), 1 (a night on a damaged index): same codes and lines."""
     for kind in ("classic", "connect"):
         root = tmp_path / kind
         root.mkdir()
 
-        def run(*args: str, kind: str = kind) -> subprocess.CompletedProcess[str]:
+        def run(*args: str, kind: str = kind) -> subprocess.CompletedProcess[str] | SimpleNamespace:
             return classic(*args) if kind == "classic" else connect(server, *args)
 
         missing = run("dedupe", str(data / "all"), str(root / "o"), "--id-col", "url")
