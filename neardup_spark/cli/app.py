@@ -122,9 +122,29 @@ def configure_logging(verbose: bool) -> None:
     logging.getLogger("neardup_spark.progress").setLevel(logging.INFO)
 
 
+def parse_intermixed(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None
+) -> argparse.Namespace:
+    """``parser.parse_args``, but a command's optional OUTPUT may also come after options
+    (``neardup dedupe IN --index DIR OUT``): argparse fills its positionals from the first run
+    of them only, and an optional INPUT took that run."""
+    args, extras = parser.parse_known_args(argv)
+    if (
+        len(extras) == 1
+        and not extras[0].startswith("-")
+        and getattr(args, "input", None) is not None
+        and hasattr(args, "output")
+        and args.output is None
+    ):
+        args.output = extras[0]
+    elif extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
 def parse_and_run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
     try:
-        args = parser.parse_args(argv)
+        args = parse_intermixed(parser, argv)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR

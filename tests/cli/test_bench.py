@@ -149,6 +149,13 @@ def test_nightly_case_end_to_end(tmp_path):
     assert row["build_ratio"] == pytest.approx(
         row["build_work_seconds"] / row["plain_work_seconds"], abs=0.01
     )
+    # The night and the full rerun again as fresh CLI processes (what cron starts).
+    cli = row["cli"]
+    assert "error" not in cli["night"] and "error" not in cli["full"], cli
+    assert cli["night"]["work_seconds"] > 0 and cli["full"]["start_seconds"] > 0
+    assert cli["work_ratio"] == pytest.approx(
+        cli["full"]["work_seconds"] / cli["night"]["work_seconds"], rel=0.01
+    )
     series = results["series"]
     assert [n["index_docs"] for n in series["nights"]] == [150, 200, 250]
     assert [n["segments"] for n in series["nights"]] == [2, 3, 4]  # one segment a night
