@@ -105,6 +105,7 @@ from neardup_spark.nightly.store import (
     new_manifest,
     now_iso,
 )
+from neardup_spark.pipeline.execution import start_python_workers
 from neardup_spark.pipeline.reporting import StageTimer, banding_section
 from neardup_spark.runtime.faults import pause_if_asked
 from neardup_spark.runtime.session import spark_section
@@ -213,13 +214,18 @@ def run_incremental(
         raise UserError(f"--index-buckets must be >= 1, got {buckets}")
     check_writable(index_dir, "index")
     storage = storage_for(spark, index_dir)
+    # A fresh process's first Python workers (imports, kernels) start while the driver reads
+    # the index and the input's metadata, as in a full run.
+    workers_started = start_python_workers(spark)
     with hold_lease(storage, index_dir, "nightly run", lock_timeout) as lease:
         index = open_index(spark, index_dir, config, buckets)
         index.lease = lease
-        return index_and_publish(
+        report = index_and_publish(
             spark, source, output, index, config, overwrite,
             buckets, keep_versions, session, lock_timeout, timer, started,
         )  # fmt: skip
+    workers_started()  # long done: the night's Python tasks ran on those workers
+    return report
 
 
 def index_and_publish(
