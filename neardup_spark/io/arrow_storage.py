@@ -20,7 +20,12 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from neardup_spark.io.filesystem import FileStatus, pyarrow_filesystem, temporary_name
+from neardup_spark.io.filesystem import (
+    FileStatus,
+    TextOnBytes,
+    pyarrow_filesystem,
+    temporary_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +47,7 @@ def _authority(path: str) -> str:
     return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
-class ArrowStorage:
+class ArrowStorage(TextOnBytes):
     """Paths of one URI authority (``s3://bucket``, ``hdfs://namenode:8020``) through PyArrow.
     ``filesystem``: the PyArrow file system to use instead of the one the URI names, with
     inner paths ``authority-less`` as S3's (``bucket/key``): tests and custom endpoints."""
@@ -105,10 +110,6 @@ class ArrowStorage:
         except FileNotFoundError:
             return None
 
-    def read_text(self, path: str) -> str | None:
-        data = self.read_bytes(path)
-        return None if data is None else data.decode("utf-8")
-
     def write_bytes(self, path: str, data: bytes) -> None:
         inner = self._inner(path)
         parent = inner.rpartition("/")[0]
@@ -116,9 +117,6 @@ class ArrowStorage:
             self._fs.create_dir(parent, recursive=True)
         with self._fs.open_output_stream(inner) as stream:
             stream.write(data)
-
-    def write_text(self, path: str, text: str) -> None:
-        self.write_bytes(path, text.encode("utf-8"))
 
     def replace_text(self, path: str, text: str) -> None:
         """On HDFS a rename over the old file; on object stores a single PUT, which readers see

@@ -160,7 +160,25 @@ class Storage(Protocol):
         ...
 
 
-class LocalStorage:
+class TextOnBytes:
+    """``read_text`` and ``write_text`` (UTF-8) of a storage's ``read_bytes`` and
+    ``write_bytes``: the part every :class:`Storage` shares."""
+
+    def read_bytes(self, path: str) -> bytes | None:
+        raise NotImplementedError
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def read_text(self, path: str) -> str | None:
+        data = self.read_bytes(path)
+        return None if data is None else data.decode("utf-8")
+
+    def write_text(self, path: str, text: str) -> None:
+        self.write_bytes(path, text.encode("utf-8"))
+
+
+class LocalStorage(TextOnBytes):
     """Local paths (``/x``, ``x``, ``file:/x``) through the OS."""
 
     @staticmethod
@@ -202,10 +220,6 @@ class LocalStorage:
         except (FileNotFoundError, NotADirectoryError):
             return None
 
-    def read_text(self, path: str) -> str | None:
-        data = self.read_bytes(path)
-        return None if data is None else data.decode("utf-8")
-
     def write_bytes(self, path: str, data: bytes) -> None:
         p = self.local_path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -213,9 +227,6 @@ class LocalStorage:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-
-    def write_text(self, path: str, text: str) -> None:
-        self.write_bytes(path, text.encode("utf-8"))
 
     @staticmethod
     def _sync_directory(directory: Path) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from neardup_spark.io.filesystem import FileStatus, temporary_name
+from neardup_spark.io.filesystem import FileStatus, TextOnBytes, temporary_name
 from neardup_spark.io.paths import for_hadoop
 
 
-class HadoopStorage:
+class HadoopStorage(TextOnBytes):
     """Any Hadoop-supported file system through the JVM (``hadoop_conf``: the session's Hadoop
     configuration, :meth:`~neardup_spark.runtime.engine.Engine.hadoop_configuration`)."""
 
@@ -63,19 +63,12 @@ class HadoopStorage:
         finally:
             stream.close()
 
-    def read_text(self, path: str) -> str | None:
-        data = self.read_bytes(path)
-        return None if data is None else data.decode("utf-8")
-
     def write_bytes(self, path: str, data: bytes) -> None:
         stream = self._fs.create(self._path(path), True)
         try:
             stream.write(bytearray(data))
         finally:
             stream.close()
-
-    def write_text(self, path: str, text: str) -> None:
-        self.write_bytes(path, text.encode("utf-8"))
 
     def _rename(self, src: str, dst: str, overwrite: bool) -> None:
         fs_pkg = self._jvm.org.apache.hadoop.fs

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -17,6 +16,7 @@ from neardup_spark.errors import UserError
 from neardup_spark.kernels.normalize import normalize_text
 from neardup_spark.pipeline.dedupe import dedupe, run
 from neardup_spark.quality.generate import generate_corpus
+from tests.spark_state import session_conf
 
 
 def word_shingles(text: str | None, k: int = 5) -> set[tuple[str, ...]]:
@@ -154,22 +154,6 @@ def test_recall_of_planted_pairs(finished_run, corpus):
     assert len(high) >= 100
     found = sum(of[t["doc_a"]] == of[t["doc_b"]] for t in high)
     assert found == len(high)
-
-
-@contextmanager
-def session_conf(spark, settings: dict[str, str]):
-    """Spark SQL settings for the block; the session's own values come back afterwards."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def clusters_and_pairs(result) -> tuple[list, list]:

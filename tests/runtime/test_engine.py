@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from neardup_spark.pipeline.execution import file_partitions
 from neardup_spark.runtime.engine import CLASSIC, HandlerProgress, engine_of, is_connect
+from tests.spark_state import session_conf
 
 
 @dataclass
@@ -57,15 +58,6 @@ def test_file_partitions_follow_sparks_rule(spark, tmp_path):
         pq.write_table(pa.table({"x": list(range(rows))}), path, row_group_size=1000)
         sizes.append(path.stat().st_size)
     conf = {"spark.sql.files.maxPartitionBytes": "16k", "spark.sql.files.openCostInBytes": "4k"}
-    before = {key: spark.conf.get(key, None) for key in conf}  # None: not set, the default
-    try:
-        for key, value in conf.items():
-            spark.conf.set(key, value)
+    with session_conf(spark, conf):
         actual = engine_of(spark).partitions(spark.read.parquet(str(tmp_path)))
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
     assert file_partitions(sizes, 4, 16 * 1024, 4 * 1024) == actual
