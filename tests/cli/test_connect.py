@@ -22,6 +22,7 @@ import pytest
 from neardup_spark.bench.connect_server import connect_server
 from neardup_spark.quality.generate import generate_corpus
 from neardup_spark.runtime.faults import SLOW_BATCH_ENV
+from tests.spark_state import cli_on_session
 
 REPO = Path(__file__).resolve().parents[2]
 NEARDUP = (sys.executable, "-m", "neardup_spark")
@@ -53,15 +54,10 @@ def corpus(tmp_path_factory):
 
 
 @pytest.fixture
-def cli(spark, monkeypatch):
+def cli(spark):
     """``neardup ...`` classic, in this process, on the suite's session."""
-    from neardup_spark.cli.app import main
-
-    for command in ("dedupe", "index", "boilerplate", "ingest"):
-        monkeypatch.setattr(f"neardup_spark.cli.{command}.build_session", lambda *_, **__: spark)
-    # On the class: an instance attribute, once undone, would shadow later class-level patches
-    monkeypatch.setattr(type(spark), "stop", lambda self: None)
-    return main
+    with cli_on_session(spark) as run:
+        yield run
 
 
 def remote(server, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -21,9 +21,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from neardup_spark.cli import app
-from neardup_spark.runtime import interrupts
 from neardup_spark.runtime.faults import FAIL_ONCE_ENV, PAUSE_AT_ENV, PAUSE_MARKER_ENV
+from tests.spark_state import cli_on_session
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = " ".join(f"word{i}" for i in range(50))
@@ -47,15 +46,8 @@ def neardup(
 def here(spark, *args: str) -> tuple[int, str]:
     """``neardup ARGS`` in this process on the suite's session (its options other than the
     config's do not reach the session; results do not depend on them): (exit code, stdout)."""
-    stops: list[int | None] = []
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("neardup_spark.cli.dedupe.build_session", lambda *_, **__: spark)
-        patch.setattr(type(spark), "stop", lambda self: None)
-        # A command that takes itself for signalled would stop the suite's session instead.
-        patch.setattr(app, "stop_spark", lambda: stops.append(interrupts.received()))
-        with redirect_stdout(StringIO()) as printed:
-            code = app.main(list(args))
-    assert not stops, f"the command took itself for stopped by signal {stops[0]}"
+    with cli_on_session(spark) as run, redirect_stdout(StringIO()) as printed:
+        code = run(args)
     return code, printed.getvalue()
 
 

@@ -25,6 +25,7 @@ import pytest
 
 from neardup_spark.bench.connect_server import connect_server
 from neardup_spark.quality.generate import generate_corpus
+from tests.spark_state import cli_on_session
 
 CLIENT_ENV = "NEARDUP_CONNECT_CLIENT"
 REPO = Path(__file__).resolve().parents[2]
@@ -67,23 +68,17 @@ def data(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def classic(spark, monkeypatch, capfd):
+def classic(spark, capfd):
     """``neardup ARGS`` classic, in this process on the suite's session: its exit code and
     stderr, as a finished process gives them."""
-    from neardup_spark.cli import app
+    with cli_on_session(spark) as neardup:
 
-    monkeypatch.setattr("neardup_spark.cli.dedupe.build_session", lambda *_, **__: spark)
-    monkeypatch.setattr(type(spark), "stop", lambda self: None)
-    stops: list[object] = []
-    monkeypatch.setattr(app, "stop_spark", lambda: stops.append("stopped"))
+        def run(*args: str) -> SimpleNamespace:
+            capfd.readouterr()
+            code = neardup(args)
+            return SimpleNamespace(returncode=code, stderr=capfd.readouterr().err)
 
-    def run(*args: str) -> SimpleNamespace:
-        capfd.readouterr()
-        code = app.main(list(args))
-        assert not stops, "the command took itself for stopped by a signal"
-        return SimpleNamespace(returncode=code, stderr=capfd.readouterr().err)
-
-    return run
+        yield run
 
 
 def connect(server, *args: str) -> subprocess.CompletedProcess[str]:
