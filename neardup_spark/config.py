@@ -160,6 +160,10 @@ class DedupeConfig:
     # candidates, verification, stable ids, the new segment) on the driver, after the full run's
     # per-document pass; larger batches run every step as Spark jobs. The answer is the same.
     nightly_driver_max_docs: int = 100_000
+    # Runs of up to this many documents find their exact copies, candidates and verified pairs
+    # on the driver after the per-document pass, not as Spark stages (pipeline/driver_pairs.py):
+    # the same pairs, without each stage's fixed cost. 0: always as Spark stages.
+    driver_max_docs: int = 50_000
     # What a night checks of the index's files before it reads them (nightly/integrity.py):
     # "full" every byte against its recorded SHA-256; "quick" sizes, keys, docs and pairs, and
     # each text it reads (for large indexes on object stores, where full reads cost).
@@ -231,7 +235,11 @@ class DedupeConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("components_single_task_max_edges", "nightly_driver_max_docs"):
+        for name in (
+            "components_single_task_max_edges",
+            "nightly_driver_max_docs",
+            "driver_max_docs",
+        ):
             value = getattr(self, name)
             if value is None and name == "components_single_task_max_edges":
                 continue

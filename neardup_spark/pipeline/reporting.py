@@ -56,6 +56,8 @@ class StageTimer:
 
     seconds: dict[str, float] = field(default_factory=dict)
     documents: int | None = None
+    # Stages that ran in the driver's process, not as Spark jobs (a small run's pair stages).
+    on_driver: list[str] = field(default_factory=list)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[dict[str, int]]:

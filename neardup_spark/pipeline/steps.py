@@ -20,6 +20,7 @@ from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID, HAMMING
 from neardup_spark.config import DedupeConfig
 from neardup_spark.io.corpus import as_documents, check_ids
 from neardup_spark.pipeline.components import connected_components
+from neardup_spark.pipeline.driver_pairs import driver_pair_parts, pairs_fit_driver
 from neardup_spark.pipeline.execution import (
     BROADCAST_MAX_ROWS,
     candidate_partitions,
@@ -62,6 +63,7 @@ from neardup_spark.stages.verify import (
 # corpora of millions of documents, and the OS page cache keeps re-reads fast.
 BULK_STORAGE = StorageLevel.DISK_ONLY
 MEMORY = StorageLevel.MEMORY_AND_DISK
+PAIR_STAGES = ("exact", "candidates", "verify")
 
 
 def document_table(
@@ -229,7 +231,13 @@ def verified_edges(
     addressed: AddressedInput | None = None,
 ) -> DataFrame:
     """Exact-copy edges and verified near-duplicate pairs (:func:`near_duplicate_pairs`) of
-    the per-document table -> the ``pairs/`` rows, counted in ``counts``."""
+    the per-document table -> the ``pairs/`` rows, counted in ``counts``. A small run finds
+    them on the driver (:mod:`~neardup_spark.pipeline.driver_pairs`), the same pairs."""
+    if pairs_fit_driver(features, config, counts):
+        parts = driver_pair_parts(features, texts, config, timer, counts)
+        timer.on_driver += [stage for stage in PAIR_STAGES if stage in timer.seconds]
+        counts["verified_pairs"] = counts["exact_copies"] + counts["near_pairs"]
+        return union_pairs(parts)
     exact, unique_docs = exact_copy_pairs(features, config, timer, counts, results)
     pair_parts = [exact] if exact is not None else []
     counts["candidate_pairs"] = counts["near_pairs"] = 0
@@ -353,6 +361,7 @@ def run_report(
             "rounds": rounds,
         },
         "stage_seconds": timer.seconds,
+        "stages_on_driver": list(timer.on_driver),
     }
     if config.method == "minhash":
         report["banding"] = banding_section(config)

@@ -295,10 +295,14 @@ class ConnectEngine:
         return None
 
     def from_arrow(self, table: pa.Table) -> DataFrame:
+        if not table.num_rows:  # Connect infers no schema from an empty table
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            return self.spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
         return self.spark.createDataFrame(table)
 
     def from_arrow_batches(self, table: pa.Table) -> DataFrame:
-        return self.spark.createDataFrame(table)  # the server caches a large local relation
+        return self.from_arrow(table)  # the server caches a large local relation
 
     def checkpointer(self, directory: str) -> Callable[[DataFrame], DataFrame]:
         """Reliable checkpoints need the server's ``spark.checkpoint.dir`` (a static setting):

@@ -132,10 +132,10 @@ def test_sigint_between_stages_keeps_the_finished_stages_for_the_rerun(tmp_path)
         signal.SIGINT,
         tmp_path,
         wait_for="pause",
-        point="after_candidates",
+        point="after_sketch",
     )
     assert_clean_stop(*result, signal.SIGINT)
-    staged = list((out / "_staging").glob("*/stages/candidates.json"))
+    staged = list((out / "_staging").glob("*/stages/sketch.json"))
     assert staged, "the finished stages are kept for a rerun to resume"
 
 

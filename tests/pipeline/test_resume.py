@@ -16,6 +16,13 @@ from neardup_spark.pipeline.dedupe import run
 from neardup_spark.quality.generate import generate_corpus
 
 OUTPUTS = ("clusters", "pairs", "deduplicated")
+# Every stage a Spark stage, each kept: a run this small finds its pairs on the driver by
+# default, and those stages are not kept (tested at the end).
+SPARK_STAGES = {"driver_max_docs": 0}
+
+
+def config(**options):
+    return build_config(options={**SPARK_STAGES, **options})
 
 
 class Crash(Exception):
@@ -39,7 +46,7 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def uninterrupted(spark, corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("resume-out") / "whole"
-    report = run(spark, str(corpus), str(out), build_config())
+    report = run(spark, str(corpus), str(out), config())
     return out, report
 
 
@@ -66,10 +73,10 @@ def test_a_run_stopped_after_a_stage_resumes_with_the_same_outputs(
     with monkeypatch.context() as patched:
         crash_after(patched, stage)
         with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), build_config())
+            run(spark, str(corpus), str(out), config())
     assert staged_markers(out) == sorted(finished)
     assert not (out / "_SUCCESS").exists()
-    report = run(spark, str(corpus), str(out), build_config())
+    report = run(spark, str(corpus), str(out), config())
     assert report["resumed_stages"] == finished
     assert report["resume"]["started_afresh"] == []
     assert report["run_id"] == whole_report["run_id"]  # same input and config, same id
@@ -90,8 +97,8 @@ def test_a_changed_config_starts_afresh_and_says_so(spark, corpus, tmp_path, mon
     with monkeypatch.context() as patched:
         crash_after(patched, "sketch")
         with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), build_config())
-    report = run(spark, str(corpus), str(out), build_config(options={"threshold": 0.9}))
+            run(spark, str(corpus), str(out), config())
+    report = run(spark, str(corpus), str(out), config(threshold=0.9))
     assert report["resumed_stages"] == []
     (why,) = report["resume"]["started_afresh"]
     assert "the config changed" in why and "input" not in why.split(":")[1]
@@ -107,10 +114,10 @@ def test_a_changed_input_starts_afresh_and_says_so(spark, corpus, tmp_path, monk
     with monkeypatch.context() as patched:
         crash_after(patched, "exact")
         with pytest.raises(Crash):
-            run(spark, str(changed), str(out), build_config())
+            run(spark, str(changed), str(out), config())
     table = pq.read_table(changed / "part-1.parquet")
     pq.write_table(table.slice(0, 200), changed / "part-1.parquet")  # 100 documents fewer
-    report = run(spark, str(changed), str(out), build_config())
+    report = run(spark, str(changed), str(out), config())
     assert report["resumed_stages"] == []
     (why,) = report["resume"]["started_afresh"]
     assert "the input changed (1 file(s) added, removed or modified)" in why
@@ -123,9 +130,9 @@ def test_resume_false_starts_afresh(spark, corpus, uninterrupted, tmp_path, monk
     with monkeypatch.context() as patched:
         crash_after(patched, "verify")
         with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), build_config())
+            run(spark, str(corpus), str(out), config())
     assert staged_markers(out) == ["candidates", "exact", "sketch", "verify"]
-    report = run(spark, str(corpus), str(out), build_config(), resume=False)
+    report = run(spark, str(corpus), str(out), config(), resume=False)
     assert report["resumed_stages"] == []
     (why,) = report["resume"]["started_afresh"]
     assert why.startswith("--no-resume")
@@ -143,10 +150,31 @@ def test_components_are_done_again_when_a_killed_commit_moved_pairs_out(
     with monkeypatch.context() as patched:
         crash_after(patched, "components")
         with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), build_config())
+            run(spark, str(corpus), str(out), config())
     (run_dir,) = (out / "_staging").iterdir()
     (run_dir / "pairs").rename(out / "pairs")  # as a commit does, before it was killed
-    report = run(spark, str(corpus), str(out), build_config())
+    report = run(spark, str(corpus), str(out), config())
     assert report["resumed_stages"] == ["sketch", "exact", "candidates", "verify"]
     for name in OUTPUTS:
         assert table_of(out / name) == table_of(whole / name), name
+
+
+def test_a_small_run_keeps_the_per_document_pass_and_the_components(
+    spark, corpus, tmp_path, monkeypatch
+):
+    """On the driver, the pair stages are redone by a rerun (they cost less than staging),
+    the per-document pass and the components are read back."""
+    small = build_config()
+    whole = run(spark, str(corpus), str(tmp_path / "whole"), small)
+    assert whole["stages_on_driver"] == ["exact", "candidates", "verify"]
+    out = tmp_path / "out"
+    with monkeypatch.context() as patched:
+        crash_after(patched, "components")
+        with pytest.raises(Crash):
+            run(spark, str(corpus), str(out), small)
+    assert staged_markers(out) == ["components", "sketch"]
+    report = run(spark, str(corpus), str(out), small)
+    assert report["resumed_stages"] == ["sketch", "components"]
+    assert report["counts"] == whole["counts"]
+    for name in OUTPUTS:
+        assert table_of(out / name) == table_of(tmp_path / "whole" / name), name

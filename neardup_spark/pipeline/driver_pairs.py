@@ -1,0 +1,235 @@
+"""Small runs find their pairs on the driver: after the per-document pass (Spark), a corpus of
+up to ``driver_max_docs`` documents gets its exact copies, LSH candidates and verified pairs in
+this process, on Arrow tables, with the batch functions the Spark stages run in their tasks
+(:mod:`neardup_spark.batch.candidates`, :mod:`neardup_spark.batch.scoring`). The per-document
+table comes back in one Spark job and the candidates' texts in one more, instead of the three
+stages' shuffles, writes and reads back: at 5,000 pages each stage's fixed cost was most of it.
+
+Same pairs as the Spark path (:mod:`.steps`): the same grouping of copies (smallest id by the
+ids' own order: Arrow and Spark both order strings by their UTF-8 bytes), the same buckets and
+stars, the same scoring function and threshold; tested against it on the same corpora. These
+stages are not kept for a resumed run: below this size, redoing them costs less than staging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from neardup_spark.batch.candidates import key_blocks_fn, pairs_in_blocks_fn
+from neardup_spark.batch.scoring import score_sorted_sides, sets_from_texts_fn
+from neardup_spark.columns import (
+    BAND_KEYS,
+    DOC_A,
+    DOC_B,
+    DOC_ID,
+    ESTIMATE,
+    EXACT_FP,
+    HAMMING,
+    HAS_TEXT,
+    JACCARD,
+    NORMALIZED,
+    SIMHASH,
+    TEXT,
+)
+from neardup_spark.config import DedupeConfig
+from neardup_spark.pipeline.reporting import StageTimer
+from neardup_spark.runtime.engine import from_arrow_batches
+from neardup_spark.runtime.spark_compat import to_arrow
+from neardup_spark.stages.clusters import exact_pairs, minhash_pairs, simhash_pairs
+
+# The candidates' texts come back through the driver: a corpus with more characters than this
+# takes the Spark path whatever its document count (the driver's default heap is 2 GB).
+DRIVER_MAX_TEXT_CHARS = 200_000_000
+_SIDE_ROWS_PER_BATCH = 4096  # side rows scored at once (two per pair)
+# Id types whose order Arrow and Spark agree on (a component's and a group's smallest id).
+_ORDERED_ID_TYPES = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
+
+
+def pairs_fit_driver(features: DataFrame, config: DedupeConfig, counts: dict[str, int]) -> bool:
+    """True when the run is small enough to find its pairs on the driver."""
+    id_type = features.schema[DOC_ID].dataType
+    return (
+        counts["input_rows"] <= config.driver_max_docs
+        and counts.get("text_chars", 0) <= DRIVER_MAX_TEXT_CHARS
+        and isinstance(id_type, _ORDERED_ID_TYPES)
+        and type(id_type) is not T.VarcharType  # (a subclass of StringType on some versions)
+    )
+
+
+def driver_pair_parts(
+    features: DataFrame,
+    texts: DataFrame | Callable[[DataFrame, bool], DataFrame],
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+) -> list[DataFrame]:
+    """The ``pairs/`` rows of :func:`~neardup_spark.pipeline.steps.verified_edges`, found on
+    the driver: exact-copy rows (when copies are collapsed first) and verified near-duplicate
+    rows, each a DataFrame of the driver's table; ``counts`` filled as the Spark path does."""
+    spark = features.sparkSession
+    counts["exact_copies"] = counts["candidate_pairs"] = counts["near_pairs"] = 0
+    exact_first = config.method == "exact" or config.exact_first
+    parts: list[DataFrame] = []
+    with timer.stage("exact" if exact_first else "candidates") as counted:
+        docs = unique = to_arrow(features.select(*_feature_columns(config)))
+        if exact_first:
+            copies = exact_copy_edges(docs, config.exact_compare_text)
+            counts["exact_copies"] = counted["rows"] = copies.num_rows
+            unique = docs.filter(pc.invert(pc.is_in(docs.column(DOC_ID), copies.column(DOC_B))))
+            # doc_a nullable, as the Spark path's (a window's min)
+            parts.append(exact_pairs(from_arrow_batches(spark, _required(copies, DOC_B))))
+        else:
+            candidates = candidate_pairs(unique, config.bucket_all_pairs_max)
+            counts["candidate_pairs"] = counted["rows"] = candidates.num_rows
+    if config.method == "exact":
+        return parts
+    if exact_first:
+        with timer.stage("candidates") as counted:
+            candidates = candidate_pairs(unique, config.bucket_all_pairs_max)
+            counts["candidate_pairs"] = counted["rows"] = candidates.num_rows
+    with timer.stage("verify") as counted:
+        if config.method == "minhash":
+            side_texts = candidate_texts(spark, candidates, texts)
+            kept = verified_minhash(candidates, side_texts, config)
+            part = minhash_pairs(from_arrow_batches(spark, _required(kept)))
+        else:
+            kept = verified_simhash(candidates, unique, config.hamming_k)
+            part = simhash_pairs(from_arrow_batches(spark, _required(kept)))
+        counts["near_pairs"] = counted["rows"] = kept.num_rows
+    parts.append(part)
+    return parts
+
+
+def _feature_columns(config: DedupeConfig) -> list[str]:
+    columns = [DOC_ID, HAS_TEXT, EXACT_FP]
+    if config.exact_compare_text:
+        columns.append(NORMALIZED)
+    if config.method != "exact":
+        columns.append(BAND_KEYS)
+    if config.method == "simhash":
+        columns.append(SIMHASH)
+    return columns
+
+
+def exact_copy_edges(docs: pa.Table, compare_text: bool = False) -> pa.Table:
+    """Per-document rows (``doc_id``, ``has_text``, ``exact_fp``, and ``normalized`` with
+    ``compare_text``) -> ``doc_a`` (a group's smallest id), ``doc_b`` (another member): one
+    edge per copy, as :func:`neardup_spark.stages.exact_copies.exact_copy_edges`."""
+    keys = [EXACT_FP, NORMALIZED] if compare_text else [EXACT_FP]
+    with_text = docs.filter(docs.column(HAS_TEXT)).select([*keys, DOC_ID])
+    ordered = with_text.sort_by([(key, "ascending") for key in [*keys, DOC_ID]])
+    n = ordered.num_rows
+    if n < 2:
+        return _id_pairs(ordered.column(DOC_ID).type)
+    same = ordered.column(EXACT_FP).to_numpy()
+    starts = np.r_[True, same[1:] != same[:-1]]
+    if compare_text:
+        text = ordered.column(NORMALIZED).combine_chunks()
+        differs = pc.not_equal(text.slice(1), text.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        starts[1:] |= differs
+    first = np.flatnonzero(starts)
+    group_first = np.repeat(first, np.diff(np.r_[first, n]))
+    copy = np.flatnonzero(~starts)
+    ids = ordered.column(DOC_ID).combine_chunks()
+    return pa.table({DOC_A: ids.take(pa.array(group_first[copy])), DOC_B: ids.take(pa.array(copy))})
+
+
+def candidate_pairs(docs: pa.Table, all_pairs_max: int) -> pa.Table:
+    """``doc_id``, ``band_keys`` -> distinct candidate pairs ``doc_a < doc_b``: the buckets of
+    every key in one block, through the Spark path's own batch functions."""
+    entries = docs.select([DOC_ID, BAND_KEYS]).to_batches()
+    blocks = list(key_blocks_fn(1)(entries))
+    found = [b for b in pairs_in_blocks_fn(all_pairs_max)(blocks) if b.num_rows]
+    if not found:
+        return _id_pairs(docs.schema.field(DOC_ID).type)
+    pairs = pa.Table.from_batches(found)
+    return pairs.group_by([DOC_A, DOC_B], use_threads=False).aggregate([])
+
+
+def candidate_texts(
+    spark: Any,
+    candidates: pa.Table,
+    texts: DataFrame | Callable[[DataFrame, bool], DataFrame],
+) -> pa.Table:
+    """``doc_id``, ``text`` of every document in a candidate pair (one Spark job): from
+    ``texts``, or from what ``texts`` gives for the candidates (the boilerplate step's cleaned
+    texts)."""
+    if not candidates.num_rows:
+        return pa.table(
+            {DOC_ID: candidates.column(DOC_A).slice(0, 0), TEXT: pa.array([], pa.string())}
+        )
+    if callable(texts):
+        rows = texts(from_arrow_batches(spark, candidates), True)
+    else:
+        ends = pc.unique(
+            pa.chunked_array([*candidates.column(DOC_A).chunks, *candidates.column(DOC_B).chunks])
+        )
+        wanted = from_arrow_batches(spark, pa.table({DOC_ID: ends}))
+        rows = texts.join(F.broadcast(wanted), DOC_ID, "left_semi")
+    return to_arrow(rows.select(DOC_ID, TEXT))
+
+
+def verified_minhash(candidates: pa.Table, texts: pa.Table, config: DedupeConfig) -> pa.Table:
+    """Candidate pairs and their documents' texts -> the pairs whose exact Jaccard reaches the
+    threshold: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate`` (the Spark path's scoring)."""
+    n = candidates.num_rows
+    if not n:
+        return _scored(candidates, pa.array([], pa.float64()), pa.array([], pa.float64()))
+    where = pc.index_in(
+        pa.chunked_array([candidates.column(DOC_A), candidates.column(DOC_B)]).combine_chunks(),
+        value_set=texts.column(DOC_ID).combine_chunks(),
+    ).to_numpy(zero_copy_only=False)
+    rows = np.empty(2 * n, dtype=np.int64)
+    rows[0::2], rows[1::2] = where[:n], where[n:]
+    pair_rows = pa.array(np.repeat(np.arange(n), 2))
+    sides = pa.table(
+        {
+            DOC_A: candidates.column(DOC_A).take(pair_rows),
+            DOC_B: candidates.column(DOC_B).take(pair_rows),
+            TEXT: texts.column(TEXT).take(pa.array(rows)),
+        }
+    )
+    scored = pa.Table.from_batches(
+        list(
+            score_sorted_sides(
+                sides.to_batches(max_chunksize=_SIDE_ROWS_PER_BATCH), sets_from_texts_fn(config)
+            )
+        )
+    )
+    return scored.filter(pc.greater_equal(scored.column(JACCARD), config.threshold))
+
+
+def verified_simhash(candidates: pa.Table, docs: pa.Table, hamming_k: int) -> pa.Table:
+    """Candidate pairs -> those whose SimHash fingerprints differ in at most ``hamming_k``
+    bits: ``doc_a``, ``doc_b``, ``hamming`` (int32)."""
+    fps = docs.column(SIMHASH).to_numpy().astype(np.int64)
+    ids = docs.column(DOC_ID).combine_chunks()
+    side_a = pc.index_in(candidates.column(DOC_A), value_set=ids).to_numpy(zero_copy_only=False)
+    side_b = pc.index_in(candidates.column(DOC_B), value_set=ids).to_numpy(zero_copy_only=False)
+    xor = (fps[side_a] ^ fps[side_b]).view(np.uint64)
+    bits = np.unpackbits(xor.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1).astype(np.int32)
+    table = candidates.append_column(HAMMING, pa.array(bits, pa.int32()))
+    return table.filter(pa.array(bits <= hamming_k))
+
+
+def _scored(pairs: pa.Table, jaccard: pa.Array, estimate: pa.Array) -> pa.Table:
+    return pairs.append_column(JACCARD, jaccard).append_column(ESTIMATE, estimate)
+
+
+def _required(table: pa.Table, *columns: str) -> pa.Table:
+    """``table`` with ``columns`` (default: all) declared non-null, as the Spark stages' output
+    schemas declare them."""
+    fields = [f.with_nullable(columns != () and f.name not in columns) for f in table.schema]
+    return table.cast(pa.schema(fields))
+
+
+def _id_pairs(id_type: pa.DataType) -> pa.Table:
+    return pa.table({DOC_A: pa.array([], id_type), DOC_B: pa.array([], id_type)})
