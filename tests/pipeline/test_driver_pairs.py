@@ -77,7 +77,7 @@ def test_simhash_pairs_are_kept_by_their_hamming_distance():
 
 @pytest.fixture(scope="module")
 def corpus(spark):
-    table, _ = generate_corpus(700, seed=23, mean_words=60)
+    table, _ = generate_corpus(400, seed=23, mean_words=50)
     n = table.num_rows
     texts = table.column("text").to_pylist()
     texts[5], texts[9] = None, ""  # no text: never a copy, never a candidate

@@ -106,6 +106,8 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
             standalone.master_url,
             "--conf",
             "spark.driver.host=127.0.0.1",
+            "--conf",  # the quick JIT, as every JVM of the suite (tests/conftest.py)
+            "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1",
             "--driver-memory",
             "1g",
             "--total-executor-cores",
