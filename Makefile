@@ -24,13 +24,11 @@ COMPAT_PYTHON_spark4 ?= $(firstword $(shell python3.13 -c 'import sys; print(sys
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-# --no-compile: no bytecode for the ~10,000 modules installed (pyspark's alone are most of them),
-# 34 -> 19 s here; Python writes it for the modules a run imports, at their first import.
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --no-compile -c constraints.txt -e '.[$(EXTRAS)]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
 	$(BIN)/neardup warmup
 	@touch $(STAMP)
 
