@@ -14,10 +14,11 @@ worker reports errors of the task's own code to the JVM, but one raised while it
 closing handshake (the socket already closed) escapes to the daemon, which prints it. This
 daemon lets such a worker end quietly (:func:`quiet_when_the_jvm_hangs_up`).
 
-On a CPU with AVX-512 it lets numba's compiler use 512-bit vectors (:func:`prefer_wide_vectors`:
-the MinHash loop 21.5 -> 13.7 us a page). Then it imports the job's Python stages and loads their
-compiled kernels once (:func:`preload`), before it forks any worker: each worker otherwise spent
-~0.45 s importing and ~0.4 s loading numba's cached machine code at its first task.
+On a CPU with AVX-512 it lets numba's compiler use 512-bit vectors
+(:func:`neardup_spark.kernels.cpu_features.prefer_wide_vectors`, as every process that imports
+the kernels: the MinHash loop 21.5 -> 13.7 us a page). Then it imports the job's Python stages
+and loads their compiled kernels once (:func:`preload`), before it forks any worker: each worker
+otherwise spent ~0.45 s importing and ~0.4 s loading numba's cached machine code at its first task.
 
 Used in local mode only (``spark.python.daemon.module``, set by
 :mod:`neardup_spark.runtime.session`):
@@ -104,26 +105,6 @@ def drop_redundant_archives() -> list[str]:
     return dropped
 
 
-def prefer_wide_vectors() -> bool:
-    """Before numba is imported: compile for this CPU's features minus LLVM's ``prefer-256-bit``
-    tuning, which keeps AVX-512 CPUs on 256-bit vectors. The MinHash loop is bound by 64-bit
-    vector multiplies, twice as many per instruction at 512 bits; same results (integer
-    arithmetic). Numba caches machine code per feature set. Does nothing if numba is already
-    imported, ``NUMBA_CPU_FEATURES`` is set, or the CPU has no AVX-512."""
-    if "numba" in sys.modules or "NUMBA_CPU_FEATURES" in os.environ:
-        return False
-    try:
-        import llvmlite.binding as llvm
-
-        features = llvm.get_host_cpu_features().flatten()
-    except Exception:  # no llvmlite, or no host information: numba's defaults
-        return False
-    if "+avx512f" not in features.split(","):
-        return False
-    os.environ["NUMBA_CPU_FEATURES"] = features + ",-prefer-256-bit"
-    return True
-
-
 def quiet_when_the_jvm_hangs_up(worker: Callable[..., int]) -> Callable[..., int]:
     """PySpark's daemon ``worker(sock, authenticated)``, ending with code 1 instead of raising
     when the JVM closed the connection. Errors of the task's code never get here: the worker
@@ -192,6 +173,8 @@ def warm_kernels() -> float:
     imported); returns the seconds it took (compiling, or loading what was cached)."""
     import time
 
+    from neardup_spark.kernels.cpu_features import prefer_wide_vectors
+
     prefer_wide_vectors()
     started = time.perf_counter()
     preload()
@@ -203,6 +186,7 @@ if __name__ == "__main__":
     import pyspark.daemon  # imported only now: from the installed copy
 
     pyspark.daemon.worker = quiet_when_the_jvm_hangs_up(pyspark.daemon.worker)
+    from neardup_spark.kernels.cpu_features import prefer_wide_vectors
 
     prefer_wide_vectors()
     try:

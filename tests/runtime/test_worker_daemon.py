@@ -124,7 +124,7 @@ def _host_has_avx512() -> bool:
 def test_wide_vectors_are_left_alone_once_numba_is_imported(monkeypatch):
     import numba  # noqa: F401  (imported: too late to change its target)
 
-    from neardup_spark.runtime.worker_daemon import prefer_wide_vectors
+    from neardup_spark.kernels.cpu_features import prefer_wide_vectors
 
     monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
     assert prefer_wide_vectors() is False
@@ -144,7 +144,7 @@ def test_minhash_compiled_for_wide_vectors_equals_numpy_path():
     code = textwrap.dedent(
         """
         import os
-        from neardup_spark.runtime.worker_daemon import prefer_wide_vectors
+        from neardup_spark.kernels.cpu_features import prefer_wide_vectors
         wide = prefer_wide_vectors()
         import numpy as np
         from neardup_spark.kernels.minhash import MultiplyShiftFamily, signatures
