@@ -78,6 +78,13 @@ def driver_pair_parts(
     counts["exact_copies"] = counts["candidate_pairs"] = counts["near_pairs"] = 0
     exact_first = config.method == "exact" or config.exact_first
     parts: list[DataFrame] = []
+
+    def find_candidates(unique: pa.Table, counted: dict[str, int]) -> pa.Table:
+        found = candidate_pairs(unique, config.bucket_all_pairs_max)
+        counts["candidate_pairs"] = counted["rows"] = found.num_rows
+        return found
+
+    # The collect belongs to the first stage that runs: one progress line per stage.
     with timer.stage("exact" if exact_first else "candidates") as counted:
         docs = unique = to_arrow(features.select(*_feature_columns(config)))
         if exact_first:
@@ -87,14 +94,12 @@ def driver_pair_parts(
             # doc_a nullable, as the Spark path's (a window's min)
             parts.append(exact_pairs(from_arrow_batches(spark, _required(copies, DOC_B))))
         else:
-            candidates = candidate_pairs(unique, config.bucket_all_pairs_max)
-            counts["candidate_pairs"] = counted["rows"] = candidates.num_rows
+            candidates = find_candidates(unique, counted)
     if config.method == "exact":
         return parts
     if exact_first:
         with timer.stage("candidates") as counted:
-            candidates = candidate_pairs(unique, config.bucket_all_pairs_max)
-            counts["candidate_pairs"] = counted["rows"] = candidates.num_rows
+            candidates = find_candidates(unique, counted)
     with timer.stage("verify") as counted:
         if config.method == "minhash":
             side_texts = candidate_texts(spark, candidates, texts)

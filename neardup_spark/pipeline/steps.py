@@ -234,19 +234,18 @@ def verified_edges(
     the per-document table -> the ``pairs/`` rows, counted in ``counts``. A small run finds
     them on the driver (:mod:`~neardup_spark.pipeline.driver_pairs`), the same pairs."""
     if pairs_fit_driver(features, config, counts):
-        parts = driver_pair_parts(features, texts, config, timer, counts)
+        pair_parts = driver_pair_parts(features, texts, config, timer, counts)
         timer.on_driver += [stage for stage in PAIR_STAGES if stage in timer.seconds]
-        counts["verified_pairs"] = counts["exact_copies"] + counts["near_pairs"]
-        return union_pairs(parts)
-    exact, unique_docs = exact_copy_pairs(features, config, timer, counts, results)
-    pair_parts = [exact] if exact is not None else []
-    counts["candidate_pairs"] = counts["near_pairs"] = 0
-    if config.method != "exact":
-        pair_parts.append(
-            near_duplicate_pairs(
-                features, texts, unique_docs, config, timer, counts, results, addressed
+    else:
+        exact, unique_docs = exact_copy_pairs(features, config, timer, counts, results)
+        pair_parts = [exact] if exact is not None else []
+        counts["candidate_pairs"] = counts["near_pairs"] = 0
+        if config.method != "exact":
+            pair_parts.append(
+                near_duplicate_pairs(
+                    features, texts, unique_docs, config, timer, counts, results, addressed
+                )
             )
-        )
     # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
     # the two sets are disjoint, so no job is needed to count their union.
     counts["verified_pairs"] = counts["exact_copies"] + counts["near_pairs"]
