@@ -30,9 +30,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
 	$(BIN)/neardup warmup
+	$(BIN)/neardup jvm-archive
 	@touch $(STAMP)
 
-setup: $(STAMP)  ## create .venv: the package with all extras and dev tools, pinned by constraints.txt
+setup: $(STAMP)  ## create .venv: the package with all extras and dev tools, pinned by constraints.txt; compile the kernels and build the JVM class archive
 
 demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
 	$(BIN)/neardup generate $(DEMO_DIR) --docs $(DEMO_DOCS) --seed 1 --overwrite

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from neardup_spark.runtime.jvm_archive import ARCHIVE_ENV
+from neardup_spark.runtime.jvm_archive import ARCHIVE_ENV, archive_path, java_options
 from neardup_spark.runtime.session import PARQUET_TIMESTAMP_TYPE
 from tests.spark_state import session_settings
 
@@ -20,9 +20,13 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # a Connect server) and a standalone cluster's daemons: the quick JIT alone, as the CLI's local
 # mode sets for itself (runtime/session.py). The optimising compiler spent ~7 CPU-seconds of a
 # 4-document spark-submit run (24 -> 17 CPU-s), and the suite is CPU-bound on 2 cores.
+# With them, the JVM class archive `make setup` built (runtime/jvm_archive.py), where it exists:
+# the classes of Spark's jars pre-parsed, as the CLI's local sessions map it (~4 CPU-seconds of
+# each JVM's start). A test of the product's own mapping of it sets these variables itself.
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
+SUITE_JVM_OPTIONS = f"{QUICK_JIT} {java_options()}".strip()
 for _variable in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
-    os.environ.setdefault(_variable, QUICK_JIT)
+    os.environ.setdefault(_variable, SUITE_JVM_OPTIONS)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -47,9 +51,10 @@ def spark(tmp_path_factory):
         # The whole suite's queries in one JVM: with the quick JIT alone the code cache defaults
         # to 48 MB (240 MB otherwise), and it filled up in a full run ("Out of space in
         # CodeCache for adapters": the nightly history fixture failed, and 24 tests with it).
+        # The JVM class archive when `make setup` built it, as a CLI run maps it.
         .config(
             "spark.driver.extraJavaOptions",
-            "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m",
+            f"-XX:ReservedCodeCacheSize=256m {SUITE_JVM_OPTIONS}",
         )
         .config("spark.python.daemon.module", "neardup_spark.runtime.worker_daemon")
         .getOrCreate()
@@ -127,8 +132,9 @@ def leaves_the_session_as_it_found_it(request):
 
 
 # The JVM class archive (runtime/jvm_archive.py) for the JVMs the tests start (`neardup` in a
-# subprocess, spark-submit in local mode): built once per run by the product's own `neardup
-# jvm-archive`, in the background from the end of collection, and named to every process by
+# subprocess, spark-submit in local mode): the one `make setup` built (`neardup jvm-archive`, in
+# its default place), or else built once per run by the product's own `neardup jvm-archive`,
+# in the background from the end of collection, and named to every process by
 # NEARDUP_SPARK_JVM_ARCHIVE. A local session maps it once it exists (the build renames it into
 # place only when complete), as after `neardup jvm-archive` on a user's machine; until then, and
 # in tests that set the variable themselves, JVMs start without it. Under pytest-xdist the first
@@ -148,6 +154,10 @@ def pytest_collection_finish(session) -> None:
         item.get_closest_marker("slow") for item in session.items
     ):
         return  # the variable already chosen (e.g. off), or no test that starts a JVM
+    installed = archive_path()
+    if installed is not None and installed.is_file():  # `make setup` built it (neardup jvm-archive)
+        _ARCHIVE_BUILD.update(path=installed, installed=True)
+        return
     directory = _shared_dir(session.config) / "jvm-archive"
     directory.mkdir(parents=True, exist_ok=True)
     archive = directory / "classes.jsa"
@@ -192,6 +202,9 @@ def built_jvm_archive(tmp_path_factory) -> Path:
             [*NEARDUP, "jvm-archive"], cwd=ROOT, env=env, capture_output=True, text=True
         )
         assert built.returncode == 0, built.stderr[-3000:]
+        return archive
+    if _ARCHIVE_BUILD.get("installed"):  # make setup's
+        assert archive.is_file(), archive
         return archive
     done = archive.parent / "exit"
     deadline = time.monotonic() + 900

@@ -40,7 +40,7 @@ from neardup_spark.pipeline.reporting import (
     simhash_section,
 )
 from neardup_spark.pipeline.resume import StageResults
-from neardup_spark.runtime.faults import batch_faults
+from neardup_spark.runtime.faults import batch_faults, wait_for_a_busy_batch_if_asked
 from neardup_spark.stages.candidates import banded_candidate_pairs
 from neardup_spark.stages.clusters import (
     cluster_table,
@@ -88,7 +88,7 @@ def document_table(
         timer.documents = counts["input_rows"]
         return results.load("sketch"), counts
     spark = df.sparkSession
-    wait_for_id_check = run_alongside(spark, lambda: check_ids(df, config.id_col))
+    wait_for_id_check = run_alongside(spark, lambda: checked_ids(df, config.id_col))
     if documents is None:
         documents = as_documents(df, config.id_col, config.text_col)
     docs = spread(documents, parts)
@@ -108,6 +108,12 @@ def document_table(
     timer.documents = counts["input_rows"]
     results.finish("sketch", {"counts": counts})
     return features, counts
+
+
+def checked_ids(df: DataFrame, id_col: str) -> None:
+    """:func:`check_ids`, after the test hook that holds it until a slow batch is busy."""
+    wait_for_a_busy_batch_if_asked()
+    check_ids(df, id_col)
 
 
 def kept_stage(

@@ -46,6 +46,18 @@ def slow_down_if_asked() -> None:
     time.sleep(SLOW_BATCH_SECONDS)
 
 
+def wait_for_a_busy_batch_if_asked() -> None:
+    """While :data:`SLOW_BATCH_ENV` is armed, wait (up to :data:`SLOW_BATCH_SECONDS`) until a
+    batch has written its marker: the id check, run alongside the per-document pass, then fails
+    while that batch is busy, not before its worker started (tests/cli/test_console.py)."""
+    marker = os.environ.get(SLOW_BATCH_ENV)
+    if not marker or not os.path.isdir(os.path.dirname(os.path.abspath(marker))):
+        return
+    deadline = time.monotonic() + SLOW_BATCH_SECONDS
+    while not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def batch_faults() -> None:
     """The hooks a per-document batch runs first: :func:`fail_once_if_asked`,
     :func:`slow_down_if_asked`."""

@@ -21,6 +21,7 @@ from neardup_spark.bench.settings import (
 from neardup_spark.cli import bench as bench_cli
 from neardup_spark.cli import main
 from neardup_spark.cli.app import build_parser
+from neardup_spark.runtime.jvm_archive import ARCHIVE_ENV, archive_path
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -128,7 +129,11 @@ def test_nightly_case_end_to_end(tmp_path):
     """Index 200 documents (and a plain run over them), then 50 new ones against it (twice:
     the index restored between repeats) and a full rerun over all 250; then a series of 2
     nights of 50 on an index of 100. The counts come from the runs' reports."""
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "NEARDUP_SPARK_JVM_ARCHIVE": "off"}
+    # The JVM class archive if one is built (make setup's, or the suite's once done); else off,
+    # not built by the bench (that is test_jvm_archive.py's).
+    archive = archive_path()
+    choice = str(archive) if archive is not None and archive.is_file() else "off"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, ARCHIVE_ENV: choice}
     command = [sys.executable, "-m", "neardup_spark", "bench", "--nightly-only"]
     command += ["--nightly-sizes", "200", "--nightly-new", "50", "--nightly-repeats", "2"]
     command += ["--nightly-series", "2", "--nightly-series-index", "100"]

@@ -182,8 +182,9 @@ SKETCH_LINE = re.compile(r"neardup_spark\.progress: stage=sketch rows=(\S+) ")
 def test_a_user_error_cancelling_busy_tasks_prints_only_neardups_own_lines(tmp_path):
     """The cancellation point the repeated runs above could only hope for, made certain: the
     per-document pass in one task (spark.default.parallelism=1) whose batch is held busy
-    (NEARDUP_SLOW_BATCH_MARKER), the id check on the other core. The marker shows the task
-    ran; the sketch stage ends without its rows (cut short). Stderr: neardup's lines only."""
+    (NEARDUP_SLOW_BATCH_MARKER), the id check on the other core, held until that batch is busy
+    (faults.wait_for_a_busy_batch_if_asked). The marker shows the task ran; the sketch stage
+    ends without its rows (cut short). Stderr: neardup's lines only."""
     busy = tmp_path.parent / f"{tmp_path.name}-busy"
     one_task = ("--set", "spark.default.parallelism=1")
     lines = duplicate_ids_run(tmp_path, 300, *one_task, env={SLOW_BATCH_ENV: str(busy)})

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.bench.standalone import ClusterError, Standalone, spark_home, standalone_cluster
+from tests.conftest import SUITE_JVM_OPTIONS
 
 pytestmark = pytest.mark.slow
 
@@ -106,8 +107,8 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
             standalone.master_url,
             "--conf",
             "spark.driver.host=127.0.0.1",
-            "--conf",  # the quick JIT, as every JVM of the suite (tests/conftest.py)
-            "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1",
+            "--conf",  # the quick JIT and the class archive, as every JVM of the suite
+            f"spark.executor.extraJavaOptions={SUITE_JVM_OPTIONS}",  # (tests/conftest.py)
             "--driver-memory",
             "1g",
             "--total-executor-cores",
