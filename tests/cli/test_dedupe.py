@@ -104,19 +104,16 @@ def test_dedupe_command_end_to_end(spark, small_input, tmp_path, capfd):
 
 
 @pytest.mark.slow
-def test_user_errors_exit_2_without_traceback(small_input, tmp_path):
-    missing = neardup(
-        "dedupe",
-        str(small_input),
-        str(tmp_path / "o"),
-        "--text-col",
-        "body",
-        "--master",
-        "local[1]",
-    )
-    assert missing.returncode == 2
-    assert "'body' is not in the input" in missing.stderr and "url (string)" in missing.stderr
-    assert "Traceback" not in missing.stderr
+def test_user_errors_exit_2_without_traceback(spark, small_input, tmp_path, capfd):
+    """A missing column (found once Spark read the input: the command in this process, on the
+    suite's session; a user error in a process of its own and its JVM's stderr:
+    test_user_errors.py), then mistakes of the command line, each in a process of its own."""
+    capfd.readouterr()
+    code, _ = here(spark, "dedupe", str(small_input), str(tmp_path / "o"), "--text-col", "body")
+    err = capfd.readouterr().err
+    assert code == 2
+    assert "'body' is not in the input" in err and "url (string)" in err
+    assert "Traceback" not in err
     bad_arg = neardup("dedupe", str(small_input), str(tmp_path / "o"), "--threshold", "2")
     assert bad_arg.returncode == 2 and "threshold must be in (0, 1]" in bad_arg.stderr
     no_cmd = neardup("dedupe")

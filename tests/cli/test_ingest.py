@@ -15,6 +15,7 @@ from warcio.warcwriter import WARCWriter
 
 from neardup_spark.cli import main
 from neardup_spark.cli.app import build_parser
+from tests.spark_state import cli_on_session
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = 5
@@ -72,7 +73,12 @@ def test_mistakes_exit_2_before_spark_starts(small_warc, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_ingest_job_entry_point(small_warc, tmp_path):
+def test_ingest_job_entry_point(spark, small_warc, tmp_path, capsys):
+    """``jobs/ingest_warc.py`` as a script in a process of its own: a missing input exits 2,
+    a run prints its summary. The refusal of a finished OUTPUT, and ``neardup dedupe`` reading
+    OUTPUT, run the commands in this process on the suite's session (only the entry point
+    needs its own)."""
+
     def job(*args: str) -> subprocess.CompletedProcess:
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
         return subprocess.run(
@@ -93,18 +99,10 @@ def test_ingest_job_entry_point(small_warc, tmp_path):
     assert f"documents         {DOCUMENTS}" in done.stdout and "neardup dedupe" in done.stdout
     assert f"records           {DOCUMENTS + 2}" in done.stdout
     assert len(ds.dataset(str(out)).to_table()) == DOCUMENTS
-    again = job(*args)
-    assert again.returncode == 2 and "already holds a finished ingest" in again.stderr
-    assert "Traceback" not in again.stderr
-    # OUTPUT is the corpus: `neardup dedupe OUTPUT` reads it as it is.
-    dedupe = ["dedupe", str(out), str(tmp_path / "deduped"), "--master", "local[1]", "--no-report"]
-    deduped = subprocess.run(
-        [sys.executable, "-m", "neardup_spark", *dedupe],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-        cwd=REPO,
-    )
-    assert deduped.returncode == 0, deduped.stderr[-3000:]
-    assert f"documents in      {DOCUMENTS}" in deduped.stdout
+    with cli_on_session(spark) as run:
+        assert run(["ingest", *args]) == 2
+        again = capsys.readouterr().err
+        assert "already holds a finished ingest" in again and "Traceback" not in again
+        # OUTPUT is the corpus: `neardup dedupe OUTPUT` reads it as it is.
+        assert run(["dedupe", str(out), str(tmp_path / "deduped"), "--no-report"]) == 0
+    assert f"documents in      {DOCUMENTS}" in capsys.readouterr().out

@@ -10,8 +10,11 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -20,7 +23,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.redaction import REDACTED
-from tests.cli.test_dedupe import BASE, LOCAL, neardup, start_paused
+from neardup_spark.runtime.faults import PAUSE_AT_ENV, PAUSE_MARKER_ENV
+from tests.cli.test_dedupe import BASE, LOCAL, REPO
 
 # Secret values: one on the command line, two in a config file (one a name Spark's default
 # redaction pattern misses: an Azure account key).
@@ -90,51 +94,91 @@ def spark_ui(ports: list[int]) -> tuple[str, str] | None:
     return None
 
 
-@pytest.mark.slow
-def test_a_local_run_listens_on_loopback_only_and_its_ui_hides_secrets(corpus, tmp_path):
-    """Held after its first stage (the JVM, its Python worker daemon and the driver all up):
-    every listening socket of the process tree is on loopback, the UI (--ui) among them, and
-    the UI's environment page shows the secret settings redacted."""
-    marker = tmp_path / "paused"
-    args = ("dedupe", str(corpus / "in.parquet"), str(tmp_path / "out"), *LOCAL, "--ui")
-    proc = start_paused((*args, *secret_args(corpus)), "after_sketch", marker)
+@dataclass
+class HeldRun:
+    """What the module's one run showed: while held after its first stage, and once finished."""
+
+    sockets: list[tuple[str, str, int]]
+    ui: tuple[str, str] | None
+    environment: str  # the UI's environment page
+    code: int
+    stdout: str
+    stderr: str
+    out: Path
+
+
+@pytest.fixture(scope="module")
+def held_run(corpus, tmp_path_factory) -> HeldRun:
+    """One ``neardup -v dedupe ... --ui`` with the secret settings, held after its first stage
+    (the JVM, its Python worker daemon and the driver all up) while its sockets and its UI's
+    environment page are read, then let go to finish (its stdout, stderr and OUTPUT kept)."""
+    work = tmp_path_factory.mktemp("held")
+    marker, out = work / "paused", work / "out"
+    args = ("-v", "dedupe", str(corpus / "in.parquet"), str(out), *LOCAL, "--ui")
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        PAUSE_AT_ENV: "after_sketch",
+        PAUSE_MARKER_ENV: str(marker),
+    }
+    with (work / "stdout").open("w") as stdout, (work / "stderr").open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "neardup_spark", *args, *secret_args(corpus)],
+            cwd=REPO,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 300
         while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         assert marker.exists(), f"the run never reached its pause point (exit {proc.poll()})"
         sockets = listening(proc.pid)
-        names = {name for name, _, _ in sockets}
-        assert "java" in names and len(sockets) >= 4, sockets  # the JVM's RPC, blocks, UI, ...
-        assert [s for s in sockets if not is_loopback(s[1])] == []
         ui = spark_ui(sorted({p for name, _, p in sockets if name == "java" and p in UI_PORTS}))
-        assert ui is not None, f"no Spark UI among {sockets}"
-        url, app = ui
-        with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/environment") as reply:
-            environment = reply.read().decode()
-        assert SET_SECRET[0] in environment and "redacted" in environment
-        for secret in SECRETS:
-            assert secret not in environment
+        environment = ""
+        if ui is not None:
+            url, app = ui
+            with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/environment") as reply:
+                environment = reply.read().decode()
+        marker.unlink()  # the run goes on
+        code = proc.wait(timeout=300)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+    read = lambda name: (work / name).read_text(errors="replace")  # noqa: E731
+    return HeldRun(sockets, ui, environment, code, read("stdout"), read("stderr"), out)
 
 
 @pytest.mark.slow
-def test_secrets_are_written_nowhere(corpus, tmp_path):
-    """A finished run with -v: the secret values are in no file under OUTPUT (report.json,
+def test_a_local_run_listens_on_loopback_only_and_its_ui_hides_secrets(held_run):
+    """Every listening socket of the held run's process tree is on loopback, the UI (--ui)
+    among them, and the UI's environment page shows the secret settings redacted."""
+    sockets = held_run.sockets
+    names = {name for name, _, _ in sockets}
+    assert "java" in names and len(sockets) >= 4, sockets  # the JVM's RPC, blocks, UI, ...
+    assert [s for s in sockets if not is_loopback(s[1])] == []
+    assert held_run.ui is not None, f"no Spark UI among {sockets}"
+    environment = held_run.environment
+    assert SET_SECRET[0] in environment and "redacted" in environment
+    for secret in SECRETS:
+        assert secret not in environment
+
+
+@pytest.mark.slow
+def test_secrets_are_written_nowhere(held_run):
+    """The finished run (-v): the secret values are in no file under OUTPUT (report.json,
     report.html, manifest, data) and not on stdout or stderr; the report names the settings
     with their values redacted."""
-    out = tmp_path / "out"
-    done = neardup(
-        "-v", "dedupe", str(corpus / "in.parquet"), str(out), *LOCAL, *secret_args(corpus)
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "config:" in done.stderr  # -v logs the settings
+    out = held_run.out
+    assert held_run.code == 0, held_run.stderr[-2000:]
+    assert "config:" in held_run.stderr  # -v logs the settings
     files = [p for p in out.rglob("*") if p.is_file()]
     assert {"report.json", "report.html", "manifest.json"} <= {p.name for p in files}
     for secret in SECRETS:
-        assert secret not in done.stdout and secret not in done.stderr
+        assert secret not in held_run.stdout and secret not in held_run.stderr
         for path in files:
             assert secret.encode() not in path.read_bytes(), path
     spark = json.loads((out / "report.json").read_text())["config"]["spark"]

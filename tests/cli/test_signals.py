@@ -21,6 +21,7 @@ import pytest
 from neardup_spark.runtime.faults import PAUSE_AT_ENV, PAUSE_MARKER_ENV, SLOW_BATCH_ENV
 from tests.ingest.conftest import html_response, page, write_warc
 from tests.nightly.history import tree_state
+from tests.spark_state import cli_on_session
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = ("--master", "local[2]", "--set", "spark.sql.shuffle.partitions=2")
@@ -104,7 +105,9 @@ def assert_clean_stop(code, took, stderr, token, sig):
     assert processes_with(token) == []
 
 
-def test_sigterm_while_tasks_run_then_a_rerun_finishes(tmp_path):
+def test_sigterm_while_tasks_run_then_a_rerun_finishes(spark, tmp_path, capsys):
+    """The signalled run in a process of its own; the rerun in this process, on the suite's
+    session (it finishes the run the signal stopped)."""
     data, out = corpus(tmp_path / "corpus"), tmp_path / "out"
     result = signal_run(
         ("dedupe", str(data), str(out), *LOCAL), signal.SIGTERM, tmp_path, wait_for="task"
@@ -113,15 +116,8 @@ def test_sigterm_while_tasks_run_then_a_rerun_finishes(tmp_path):
     assert_clean_stop(*result, signal.SIGTERM)
     assert not (out / "_SUCCESS").exists()
     assert not (out / "_lock").exists()  # released: the rerun need not wait
-    rerun = subprocess.run(
-        [sys.executable, "-m", "neardup_spark", "dedupe", str(data), str(out), *LOCAL],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-    )
-    assert rerun.returncode == 0, rerun.stderr
+    with cli_on_session(spark) as run:
+        assert run(["dedupe", str(data), str(out), "--no-report"]) == 0, capsys.readouterr().err
     assert (out / "_SUCCESS").exists()
 
 
