@@ -36,10 +36,18 @@ SLOW_BATCH_ENV = "NEARDUP_SLOW_BATCH_MARKER"
 SLOW_BATCH_SECONDS = 60
 
 
-def slow_down_if_asked() -> None:
-    """Write the :data:`SLOW_BATCH_ENV` marker and sleep; nothing when it is unset."""
+def _armed_slow_batch_marker() -> str | None:
+    """The :data:`SLOW_BATCH_ENV` marker when the hook is armed (set, its directory exists)."""
     marker = os.environ.get(SLOW_BATCH_ENV)
     if not marker or not os.path.isdir(os.path.dirname(os.path.abspath(marker))):
+        return None
+    return marker
+
+
+def slow_down_if_asked() -> None:
+    """Write the :data:`SLOW_BATCH_ENV` marker and sleep; nothing when it is unset."""
+    marker = _armed_slow_batch_marker()
+    if marker is None:
         return
     with open(marker, "a", encoding="utf-8") as handle:
         handle.write(f"batch in pid {os.getpid()}\n")
@@ -50,8 +58,8 @@ def wait_for_a_busy_batch_if_asked() -> None:
     """While :data:`SLOW_BATCH_ENV` is armed, wait (up to :data:`SLOW_BATCH_SECONDS`) until a
     batch has written its marker: the id check, run alongside the per-document pass, then fails
     while that batch is busy, not before its worker started (tests/cli/test_console.py)."""
-    marker = os.environ.get(SLOW_BATCH_ENV)
-    if not marker or not os.path.isdir(os.path.dirname(os.path.abspath(marker))):
+    marker = _armed_slow_batch_marker()
+    if marker is None:
         return
     deadline = time.monotonic() + SLOW_BATCH_SECONDS
     while not os.path.exists(marker) and time.monotonic() < deadline:

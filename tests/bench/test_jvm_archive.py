@@ -15,6 +15,7 @@ import pytest
 
 from neardup_spark.bench import jvm_archive as builder
 from neardup_spark.runtime import jvm_archive
+from tests.conftest import QUICK_JIT
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -75,7 +76,7 @@ def test_a_built_archive_is_mapped_by_a_real_local_run(built_jvm_archive, tmp_pa
         "PYSPARK_PYTHON": sys.executable,
         jvm_archive.ARCHIVE_ENV: str(archive),
         # not the suite's own mapping of make setup's archive (tests/conftest.py): the product's
-        "SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1",
+        "SPARK_SUBMIT_OPTS": QUICK_JIT,
         # every JVM of the run (spark-submit's launcher, then the driver) logs where each class
         # came from, to a file of its own
         "JAVA_TOOL_OPTIONS": f"-Xlog:class+load=info:file={tmp_path}/classes-%p.log",
