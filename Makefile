@@ -19,7 +19,7 @@ COMPAT_SPARK_spark4 := pyspark>=4,<5
 COMPAT_PYTHON_spark35 ?= $(firstword $(shell python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
 COMPAT_PYTHON_spark4 ?= $(firstword $(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
-.PHONY: help setup demo test test-compat wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate clean
+.PHONY: help setup demo test test-compat wheel wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -51,47 +51,66 @@ test: $(STAMP)  ## run the test suite (real Spark in local mode)
 	$(BIN)/python -m compileall -q neardup_spark jobs tests > /dev/null
 	$(BIN)/python -m pytest -q --ignore=tests/compat -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
 
-# A venv per Spark line: the newest release of the line from PyPI, the project (not editable:
-# built and installed as a user would) and the test runner; nothing else pinned.
+# A venv per Spark line: the newest release of the line from PyPI, the project's core dependencies
+# (pyproject.toml's) and the test runner; nothing else pinned. test-compat installs the project
+# itself into each, as users do: its wheel, built once.
+CORE_DEPS = $(shell $(PYTHON) -c 'import shlex, tomllib; print(" ".join(shlex.quote(d) for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))')
 $(COMPAT_DIR)/%/.installed: pyproject.toml
 	rm -rf $(COMPAT_DIR)/$*
 	$(COMPAT_PYTHON_$*) -m venv $(COMPAT_DIR)/$*
 	$(COMPAT_DIR)/$*/bin/pip install --quiet --upgrade pip
-	$(COMPAT_DIR)/$*/bin/pip install --quiet '$(COMPAT_SPARK_$*)' . pytest pytest-timeout hypothesis
+	$(COMPAT_DIR)/$*/bin/pip install --quiet '$(COMPAT_SPARK_$*)' $(CORE_DEPS) pytest pytest-timeout hypothesis
 	@touch $@
 
-# The Spark Connect client: pyspark-client (no JVM, no py4j) and the package's core, on the Python
+# The Spark Connect client: pyspark-client (no JVM, no py4j) and the package's core dependencies, on the Python
 # of the Spark 4 venv (a Connect server's Python workers must run the client's Python version).
 CONNECT_CLIENT := $(COMPAT_DIR)/connect-client
 $(CONNECT_CLIENT)/.installed: pyproject.toml
 	rm -rf $(CONNECT_CLIENT)
 	$(COMPAT_PYTHON_spark4) -m venv $(CONNECT_CLIENT)
 	$(CONNECT_CLIENT)/bin/pip install --quiet --upgrade pip
-	$(CONNECT_CLIENT)/bin/pip install --quiet 'pyspark-client>=4,<5' .
+	$(CONNECT_CLIENT)/bin/pip install --quiet 'pyspark-client>=4,<5' $(CORE_DEPS)
 	@touch $@
 
-test-compat: $(STAMP) $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.installed $(CONNECT_CLIENT)/.installed  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's; the Connect row (a pyspark-client venv without Java against a Connect server); then wheel-check (~12 min)
+# Side by side: the three venvs' installs (pip, mostly waiting on disk and network), then the two
+# Spark lines' suites (each keeps ~1.6 of 2 cores busy alone), their output printed in turn.
+COMPAT_VENVS := $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.installed $(CONNECT_CLIENT)/.installed
+COMPAT_LINES := spark35 spark4
+test-compat: $(STAMP)  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's; the Connect row (a pyspark-client venv without Java against a Connect server); then wheel-check (~6 min)
+	@$(MAKE) --no-print-directory -j3 $(COMPAT_VENVS)
 	NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/pinned $(BIN)/python -m pytest -q -p no:cacheprovider tests/compat
-	@for env in spark35 spark4; do \
-	  $(COMPAT_DIR)/$$env/bin/pip install --quiet --no-deps --force-reinstall . || exit 1; \
-	  echo "== $$env: $$($(COMPAT_DIR)/$$env/bin/python -c 'import sys, pyspark; print("pyspark", pyspark.__version__, "python", sys.version.split()[0])')"; \
-	  NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/$$env NEARDUP_COMPAT_REFERENCE=$(COMPAT_DIR)/pinned/clusters.json \
-	    $(COMPAT_DIR)/$$env/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning $(COMPAT_SUITE) || exit 1; \
+	@$(MAKE) --no-print-directory wheel
+	@# The wheel just built, as a user installs it, in each venv (their own dependencies stay).
+	@for env in $(COMPAT_LINES) connect-client; do \
+	  $(COMPAT_DIR)/$$env/bin/pip install --quiet --no-deps --force-reinstall $(WHEEL_DIR)/*.whl || exit 1; \
 	done
-	$(CONNECT_CLIENT)/bin/pip install --quiet --no-deps --force-reinstall .
+	@for env in $(COMPAT_LINES); do \
+	  ( NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/$$env NEARDUP_COMPAT_REFERENCE=$(COMPAT_DIR)/pinned/clusters.json \
+	    $(COMPAT_DIR)/$$env/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning $(COMPAT_SUITE) \
+	    > $(COMPAT_DIR)/$$env.log 2>&1; echo $$? > $(COMPAT_DIR)/$$env.exit ) & \
+	done; wait; status=0; \
+	for env in $(COMPAT_LINES); do \
+	  echo "== $$env: $$($(COMPAT_DIR)/$$env/bin/python -c 'import sys, pyspark; print("pyspark", pyspark.__version__, "python", sys.version.split()[0])')"; \
+	  cat $(COMPAT_DIR)/$$env.log; test "$$(cat $(COMPAT_DIR)/$$env.exit)" = 0 || status=1; \
+	done; exit $$status
 	@echo "== connect: server $$($(COMPAT_DIR)/spark4/bin/python -c 'import pyspark; print("pyspark", pyspark.__version__)'), client $$($(CONNECT_CLIENT)/bin/python -c 'import sys, pyspark; print("pyspark-client", pyspark.__version__, "python", sys.version.split()[0])')"
 	NEARDUP_CONNECT_CLIENT=$(abspath $(CONNECT_CLIENT))/bin $(COMPAT_DIR)/spark4/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/compat/test_connect_client.py
-	$(MAKE) --no-print-directory wheel-check
+	@$(MAKE) --no-print-directory wheel-check WHEEL_BUILT=1
 
 # The wheel users install: built, checked by twine, then installed without its dependencies into
 # the Spark 4 compat venv (which holds the core dependencies only: no extras) and run from there.
 WHEEL_DIR := build/wheel
 WHEEL_RUN := build/wheel-run
-wheel-check: $(STAMP) $(COMPAT_DIR)/spark4/.installed  ## build the wheel, twine check it, run neardup --version, generate and dedupe from it without extras
-	rm -rf $(WHEEL_DIR) $(WHEEL_RUN)
+wheel: $(STAMP)  ## build the wheel users install into build/wheel/
+	rm -rf $(WHEEL_DIR)
 	$(BIN)/python -m build --wheel --outdir $(WHEEL_DIR) . >/dev/null
+
+# WHEEL_BUILT=1: the wheel test-compat built and installed a moment ago, not built again.
+wheel-check: $(STAMP) $(COMPAT_DIR)/spark4/.installed  ## build the wheel, twine check it, run neardup --version, generate and dedupe from it without extras
+	rm -rf $(WHEEL_RUN)
+	$(if $(WHEEL_BUILT),,$(MAKE) --no-print-directory wheel)
 	$(BIN)/twine check --strict $(WHEEL_DIR)/*.whl
-	$(COMPAT_DIR)/spark4/bin/pip install --quiet --no-deps --force-reinstall $(WHEEL_DIR)/*.whl
+	$(if $(WHEEL_BUILT),,$(COMPAT_DIR)/spark4/bin/pip install --quiet --no-deps --force-reinstall $(WHEEL_DIR)/*.whl)
 	test "$$($(COMPAT_DIR)/spark4/bin/neardup --version)" = "neardup-spark $$($(BIN)/python -c 'import neardup_spark; print(neardup_spark.__version__)')"
 	$(COMPAT_DIR)/spark4/bin/neardup generate $(WHEEL_RUN)/data --docs 300 --seed 1
 	$(COMPAT_DIR)/spark4/bin/neardup dedupe $(WHEEL_RUN)/data/corpus $(WHEEL_RUN)/out
