@@ -38,7 +38,8 @@ def test_the_connect_progress_source_keeps_what_the_server_reports():
 def test_the_classic_engine_on_the_suites_session(spark):
     engine = engine_of(spark)
     assert engine is engine_of(spark) and engine.kind == CLASSIC and not is_connect(spark)
-    assert engine.master() == "local[2]" and engine.default_parallelism() == 4
+    assert engine.master() == "local[2]"
+    assert engine.default_parallelism() == int(spark.conf.get("spark.default.parallelism"))
     assert engine.partitions(spark.range(0, 10, 1, 3)) == 3
     table = pa.table({"a": [1, 2, 3]})
     assert engine.from_arrow(table).count() == 3
