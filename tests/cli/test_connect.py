@@ -35,8 +35,12 @@ def server(tmp_path_factory):
     (the signal test)."""
     work = tmp_path_factory.mktemp("connect")
     armed = {SLOW_BATCH_ENV: str(work / "slow" / "marker")}
-    warehouse = {"spark.sql.warehouse.dir": str(work / "warehouse")}
-    with connect_server(work, extra_env=armed, spark=warehouse) as running:
+    # One shuffle partition per core, as the suite's own session (tests/conftest.py)
+    settings = {
+        "spark.sql.warehouse.dir": str(work / "warehouse"),
+        "spark.sql.shuffle.partitions": "2",
+    }
+    with connect_server(work, extra_env=armed, spark=settings) as running:
         running.slow_marker = work / "slow" / "marker"  # type: ignore[attr-defined]
         running.warehouse = work / "warehouse"  # type: ignore[attr-defined]
         yield running
