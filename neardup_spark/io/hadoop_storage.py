@@ -18,10 +18,13 @@ class HadoopStorage(TextOnBytes):
     def __init__(self, hadoop_conf: Any, root: str) -> None:
         self._conf = hadoop_conf
         self._jvm = _gateway_jvm()
+        # Resolved once: py4j looks each name of ``jvm.org.apache.hadoop.fs.Path`` up in the
+        # JVM (five round trips, four failed class lookups over every jar: ~0.8 ms a path).
+        self._path_class = self._jvm.org.apache.hadoop.fs.Path
         self._fs = self._path(root).getFileSystem(self._conf)
 
     def _path(self, path: str) -> Any:
-        return self._jvm.org.apache.hadoop.fs.Path(for_hadoop(path))
+        return self._path_class(for_hadoop(path))
 
     def _status(self, status: Any) -> FileStatus:
         return FileStatus(
