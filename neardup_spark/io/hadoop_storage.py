@@ -20,7 +20,8 @@ class HadoopStorage(TextOnBytes):
         self._jvm = _gateway_jvm()
         # Resolved once: py4j looks each name of ``jvm.org.apache.hadoop.fs.Path`` up in the
         # JVM (five round trips, four failed class lookups over every jar: ~0.8 ms a path).
-        self._path_class = self._jvm.org.apache.hadoop.fs.Path
+        self._fs_package = self._jvm.org.apache.hadoop.fs
+        self._path_class = self._fs_package.Path
         self._fs = self._path(root).getFileSystem(self._conf)
 
     def _path(self, path: str) -> Any:
@@ -74,7 +75,7 @@ class HadoopStorage(TextOnBytes):
             stream.close()
 
     def _rename(self, src: str, dst: str, overwrite: bool) -> None:
-        fs_pkg = self._jvm.org.apache.hadoop.fs
+        fs_pkg = self._fs_package
         context = fs_pkg.FileContext.getFileContext(self._path(dst).toUri(), self._conf)
         options = _gateway().new_array(fs_pkg.Options.Rename, 1)
         options[0] = fs_pkg.Options.Rename.OVERWRITE if overwrite else fs_pkg.Options.Rename.NONE
