@@ -8,6 +8,7 @@ because a truncated archive crashes the JVM that maps it. See
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -22,7 +23,15 @@ from neardup_spark.bench.processes import neardup_command
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.quality.generate import write_corpus
-from neardup_spark.runtime.jvm_archive import ARCHIVE_ENV, QUIET_OPTIONS, archive_path
+from neardup_spark.runtime.jvm_archive import (
+    ARCHIVE_ENV,
+    ARCHIVE_GLOB,
+    QUIET_OPTIONS,
+    archive_path,
+    is_stale,
+    source_file,
+    source_record,
+)
 from neardup_spark.runtime.session import LOCAL_DEFAULTS, build_session
 
 log = logging.getLogger(__name__)
@@ -50,7 +59,25 @@ def build(path: Path | None = None, force: bool = False) -> Path:
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
+    record = source_record()
+    if record is not None:
+        source_file(path).write_text(json.dumps(record))
+    remove_stale_archives(path.parent, keep=path)
     return path
+
+
+def remove_stale_archives(directory: Path, keep: Path) -> list[Path]:
+    """Delete the archives in ``directory`` whose install is gone or changed (~170 MB each: a
+    clean clone's venv, a reinstalled Spark); archives other installs still use stay."""
+    removed = []
+    for archive in sorted(directory.glob(ARCHIVE_GLOB)):
+        if archive != keep and is_stale(archive):
+            archive.unlink(missing_ok=True)
+            source_file(archive).unlink(missing_ok=True)
+            removed.append(archive)
+    if removed:
+        log.info("removed %d stale JVM class archive(s) from %s", len(removed), directory)
+    return removed
 
 
 def dump(target: str) -> None:

@@ -99,6 +99,45 @@ def test_a_built_archive_is_mapped_by_a_real_local_run(built_jvm_archive, tmp_pa
     assert from_archive > 1000, f"{len(logs)} JVM logs, {from_archive} classes from the archive"
 
 
+def test_building_removes_only_the_archives_whose_install_is_gone(tmp_path):
+    """Each archive is ~170 MB: a clean clone's venv deleted, or Spark reinstalled, leaves one
+    behind. Building the current one removes those, and keeps another install's current archive,
+    one without a record (an older version's) and itself."""
+    java = tmp_path / "java"
+    java.write_bytes(b"java")
+
+    def archive_for(name: str, record: bool = True) -> Path:
+        jars = tmp_path / name / "jars"
+        jars.mkdir(parents=True)
+        (jars / "spark-core.jar").write_bytes(name.encode())
+        archive = tmp_path / "cache" / f"jvm-classes-{jvm_archive.archive_key(java, jars)}.jsa"
+        archive.parent.mkdir(exist_ok=True)
+        archive.write_bytes(b"archive")
+        if record:
+            source = {"java": str(java), "jars": str(jars)}
+            jvm_archive.source_file(archive).write_text(json.dumps(source))
+        return archive
+
+    current, other, unrecorded = (
+        archive_for("current"),
+        archive_for("other"),
+        archive_for("old", False),
+    )
+    deleted, changed = archive_for("deleted"), archive_for("changed")
+    for jar in (tmp_path / "deleted" / "jars").iterdir():
+        jar.unlink()
+    (tmp_path / "deleted" / "jars").rmdir()
+    (tmp_path / "changed" / "jars" / "spark-core.jar").write_bytes(b"reinstalled")
+    (tmp_path / "current" / "jars" / "spark-core.jar").write_bytes(b"changed too, but kept")
+
+    removed = builder.remove_stale_archives(tmp_path / "cache", keep=current)
+    assert sorted(removed) == sorted([deleted, changed])
+    left = sorted(path.name for path in (tmp_path / "cache").iterdir())
+    kept = [current, other, unrecorded]
+    recorded = [jvm_archive.source_file(current).name, jvm_archive.source_file(other).name]
+    assert left == sorted([path.name for path in kept] + recorded)
+
+
 # Stands in for the kernels' warm-up: "compiles" (fills the cache) when numba's cache directory
 # is empty, and prints its seconds as the last line, as warm_kernels' caller does.
 FAKE_KERNELS = """
