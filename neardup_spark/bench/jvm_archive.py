@@ -60,9 +60,12 @@ def build(path: Path | None = None, force: bool = False) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     record = source_record()
-    if record is not None:
-        source_file(path).write_text(json.dumps(record))
-    remove_stale_archives(path.parent, keep=path)
+    try:  # the archive is usable without its record: a later build just cannot judge it
+        if record is not None:
+            source_file(path).write_text(json.dumps(record))
+        remove_stale_archives(path.parent, keep=path)
+    except OSError as exc:
+        log.warning("JVM class archive built; stale archives not cleaned up: %s", exc)
     return path
 
 
