@@ -76,7 +76,7 @@ $(CONNECT_CLIENT)/.installed: pyproject.toml
 # Spark lines' suites (each keeps ~1.6 of 2 cores busy alone), their output printed in turn.
 COMPAT_VENVS := $(COMPAT_DIR)/spark35/.installed $(COMPAT_DIR)/spark4/.installed $(CONNECT_CLIENT)/.installed
 COMPAT_LINES := spark35 spark4
-test-compat: $(STAMP)  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's; the Connect row (a pyspark-client venv without Java against a Connect server); then wheel-check (~4.5 min with its venvs built, ~5.5 from scratch)
+test-compat: $(STAMP)  ## the compact suite on the newest Spark 3.5.x and 4.x (own venvs), clusters equal to the pinned Spark's; the Connect row (a pyspark-client venv without Java against a Connect server); then wheel-check (~4.5 min once its venvs exist)
 	@$(MAKE) --no-print-directory -j3 $(COMPAT_VENVS)
 	NEARDUP_COMPAT_OUT=$(COMPAT_DIR)/pinned $(BIN)/python -m pytest -q -p no:cacheprovider tests/compat
 	@$(MAKE) --no-print-directory wheel
