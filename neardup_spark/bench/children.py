@@ -57,7 +57,6 @@ from neardup_spark.kernels.normalize import NormalizeOptions, normalize_texts
 from neardup_spark.kernels.shingles import combine_word_hashes, word_batch
 from neardup_spark.runtime.session import build_session
 
-CHILD_ROWS = ("floor", "spark-mllib", "datasketch", "rensa")
 STATS_FILE = "stats.json"
 NGRAM = 5
 NUM_PERM = 200

@@ -24,6 +24,8 @@ VARIANT_ROWS = (
     "neardup-standalone",
     "neardup-resume",
 )
+# Rows that run in a child process of their own (``neardup bench-row``, bench/children.py).
+CHILD_ROWS = ("floor", "spark-mllib", "datasketch", "rensa")
 # Rows that write no pairs/ (nothing to score).
 UNSCORED_ROWS = ("floor", "neardup-boilerplate")
 DEFAULT_DOCS = "10000,30000,100000"

@@ -7,9 +7,8 @@ import argparse
 from dataclasses import fields
 from typing import Any
 
-from neardup_spark.bench.children import CHILD_ROWS, run_child_row
-from neardup_spark.bench.main import run_bench as bench
 from neardup_spark.bench.settings import (
+    CHILD_ROWS,
     DEFAULT_DATASKETCH_MAX_DOCS,
     DEFAULT_DOCS,
     DEFAULT_MASTER,
@@ -47,6 +46,8 @@ def register(sub: Any) -> None:
 
 
 def run_bench_row(args: argparse.Namespace) -> int:
+    from neardup_spark.bench.children import run_child_row  # deferred: imports the bench's peers
+
     run_child_row(args.row, args.corpus, args.output, args.master, args.threshold)
     return EXIT_OK
 
@@ -177,6 +178,8 @@ def run_bench(args: argparse.Namespace) -> int:
     for peer in ("datasketch", "rensa"):
         if peer in settings.rows:
             require_extra("bench", f"the {peer} row of neardup bench (or leave it out with --rows)")
+    from neardup_spark.bench.main import run_bench as bench  # deferred: imports the bench's peers
+
     return bench(settings, echo)
 
 
