@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from neardup_spark.columns import BAND_KEY, BAND_KEYS, DOC_A, DOC_B, DOC_ID
 from neardup_spark.kernels.lsh import bucket_pairs
+from neardup_spark.kernels.spark_partitions import partition_keys
 
 PART = "part"
 
@@ -24,8 +25,10 @@ IDS = "ids"
 def key_blocks_fn(
     parts: int,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Batches of ``doc_id``, ``band_keys`` -> one row per key block ``part``: the batch's
-    (key, doc id) entries whose key falls in that block, as two parallel lists."""
+    """Batches of ``doc_id``, ``band_keys`` -> one row per key block: ``part`` (the key that
+    Spark's ``repartition(parts, part)`` sends to the block's own partition), the batch's (key,
+    doc id) entries whose key falls in that block, as two parallel lists."""
+    routes = partition_keys(parts)
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -43,7 +46,7 @@ def key_blocks_fn(
             starts = pa.array(np.append(offsets[present], offsets[-1]).astype(np.int32))
             yield pa.RecordBatch.from_arrays(
                 [
-                    pa.array(present.astype(np.int32)),
+                    pa.array(routes[present]),
                     pa.ListArray.from_arrays(starts, pa.array(keys[order])),
                     pa.ListArray.from_arrays(starts, ids.take(pa.array(order))),
                 ],

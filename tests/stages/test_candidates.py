@@ -61,3 +61,30 @@ def test_bucket_pairs_small_bucket_all_pairs_large_bucket_star() -> None:
         ("p", "s"),
         ("p", "t"),
     ]
+
+
+@pytest.mark.parametrize("parts", [2, 4, 8])
+def test_each_key_block_gets_a_partition_of_its_own(spark, parts):
+    """The stage's shuffle of key blocks (``repartition(parts, part)``) puts each block alone
+    in its partition: every core gets work (blocks 0..3 by their own number went to
+    partitions 3, 3, 2, 3)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from neardup_spark.batch.candidates import IDS, KEYS, PART, key_blocks_fn
+
+    docs = _docs(spark, "long", 400, seed=1).select(DOC_ID, BAND_KEYS)
+    schema = T.StructType(
+        [
+            T.StructField(PART, T.IntegerType(), False),
+            T.StructField(KEYS, T.ArrayType(T.LongType(), False), False),
+            T.StructField(IDS, T.ArrayType(T.LongType(), False), False),
+        ]
+    )
+    blocks = docs.mapInArrow(key_blocks_fn(parts), schema).repartition(parts, PART)
+    placed = blocks.select(PART, F.spark_partition_id().alias("partition")).distinct().collect()
+    by_partition: dict[int, set[int]] = {}
+    for row in placed:
+        by_partition.setdefault(row.partition, set()).add(row[PART])
+    assert sorted(by_partition) == list(range(parts))
+    assert all(len(members) == 1 for members in by_partition.values()), by_partition
