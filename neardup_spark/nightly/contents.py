@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup_spark.columns import BAND_KEY, BAND_KEYS, DOC_ID, EXACT_FP, TEXT
@@ -64,18 +64,30 @@ def _band_key_matrix(column: pa.Array, bands: int) -> np.ndarray:
     return flat.reshape(len(column), bands) if len(column) else np.zeros((0, bands), np.int64)
 
 
+def _content_rows(table: pa.Table) -> tuple[np.ndarray, pa.Array, pa.Array]:
+    """A part's rows, sorted by fingerprint: ``(fps, band key lists, texts)``. A content comes
+    as one row holding both, or as two (its ``band_keys`` in one, its ``text`` in the other:
+    :func:`neardup_spark.nightly.segment.segment_contents`); either way once each."""
+    with_keys = table.filter(pc.is_valid(table.column(BAND_KEYS)))
+    with_text = table.filter(pc.is_valid(table.column(TEXT)))
+    with_keys = with_keys.take(pc.sort_indices(with_keys.column(EXACT_FP)))
+    with_text = with_text.take(pc.sort_indices(with_text.column(EXACT_FP)))
+    fps = with_keys.column(EXACT_FP).to_numpy()
+    if not np.array_equal(fps, with_text.column(EXACT_FP).to_numpy()) or np.any(
+        fps[1:] == fps[:-1]
+    ):
+        raise RuntimeError("a segment's contents must each have one text and one key list")
+    keys = with_keys.column(BAND_KEYS).combine_chunks()
+    return fps, keys, with_text.column(TEXT).combine_chunks()
+
+
 def _write_parts_fn(directory: str, bands: int) -> Any:
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [batch for batch in batches if batch.num_rows]
         if not received:
             return
-        table = pa.Table.from_batches(received).combine_chunks()
-        summary = write_part(
-            directory,
-            table.column(EXACT_FP).to_numpy(),
-            _band_key_matrix(table.column(BAND_KEYS).chunk(0), bands),
-            table.column(TEXT).chunk(0),
-        )
+        fps, keys, texts = _content_rows(pa.Table.from_batches(received))
+        summary = write_part(directory, fps, _band_key_matrix(keys, bands), texts)
         yield pa.RecordBatch.from_pylist([vars(summary)], schema=pa.schema(
             [("name", pa.string()), ("rows", pa.int64()), ("keys_bytes", pa.int64()),
              ("texts_bytes", pa.int64())]
@@ -87,13 +99,19 @@ def _write_parts_fn(directory: str, bands: int) -> Any:
 def write_contents(
     contents: DataFrame, directory: str, parts: int, bands: int
 ) -> list[dict[str, Any]]:
-    """Write ``contents`` (``exact_fp``, ``band_keys``, ``text``: the normalised text; distinct
-    fingerprints, each with ``bands`` keys) as ``parts`` parts under ``directory``, each sorted
-    by fingerprint; returns the parts written (name, rows, bytes), in name order."""
+    """Write ``contents`` (``exact_fp``, ``band_keys``, ``text``: the normalised text; each
+    fingerprint with ``bands`` keys and a text, in one row or in two as
+    :func:`_content_rows` says) as ``parts`` parts under ``directory``, each sorted by
+    fingerprint; returns the parts written (name, rows, bytes), in name order.
+
+    A part holds the fingerprints Spark's hash partitioning sends it (nothing looks a content
+    up by its part: the probe scans them all). By ``exact_fp`` itself, not ``pmod(exact_fp,
+    parts)``: that column's ``parts`` values hash into fewer partitions (both of two into one),
+    so a 300,000-content segment came out as one part, written by one task while the other
+    core idled. Each task sorts its part with Arrow (a JVM sort copied every text once more)."""
     written = (
         contents.select(EXACT_FP, BAND_KEYS, TEXT)
-        .repartition(parts, F.pmod(F.col(EXACT_FP), F.lit(parts)))
-        .sortWithinPartitions(EXACT_FP)
+        .repartition(parts, EXACT_FP)
         .mapInArrow(_write_parts_fn(directory, bands), PART_SUMMARY_SCHEMA)
         .collect()
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from neardup_spark.columns import (
     BAND_KEYS,
@@ -45,20 +46,20 @@ def docs_delta(ctx: BatchContext, clustered: Clustered) -> DataFrame:
 
 
 def segment_contents(fresh: DataFrame, texts: DataFrame) -> DataFrame:
-    """The rows of the segment's contents parts: ``exact_fp``, ``band_keys``, ``text``, from
-    the new contents (``fresh``: ``exact_fp``, ``band_keys``) and their persisted normalised
-    texts (``texts``: ``doc_id`` = the fingerprint, ``text``; derived from ``fresh``).
+    """The rows of the segment's contents parts, for :func:`write_contents`: each new content
+    twice, ``exact_fp`` with its ``band_keys`` (from ``fresh``: ``exact_fp``, ``band_keys``)
+    and with its persisted normalised ``text`` (``texts``: ``doc_id`` = the fingerprint,
+    ``text``; derived from ``fresh``); the writing task pairs them up.
 
-    Bounded memory in a local driver, whatever the batch's size: the texts are the join's left
-    side, so the query reads them where they were persisted (on the right side of a join with
-    ``fresh``, which they derive from, Spark renames their plan's columns and no longer finds
-    it persisted: the batch was read and normalised again); and the band keys come by a
-    sort-merge join, never a broadcast (Spark took the checkpointed keys for small and
-    collected them into the driver: ~250 MB at 1M contents, more than a 2 GB local driver had
-    left)."""
-    keys = fresh.select(EXACT_FP, BAND_KEYS).hint("merge")
-    stored = texts.select(F.col(DOC_ID).alias(EXACT_FP), TEXT)
-    return stored.join(keys, EXACT_FP).select(EXACT_FP, BAND_KEYS, TEXT)
+    A union, not a join: the texts are shuffled once, into their parts (a sort-merge join
+    shuffled them into its own partitions first, then again into the parts: 457 + 524 MB at
+    300,000 contents). Bounded memory in a local driver whatever the batch's size: nothing
+    is broadcast (Spark took checkpointed keys for small and collected them into the driver,
+    ~250 MB at 1M contents), and the texts are read where they were persisted."""
+    no_keys = F.lit(None).cast(T.ArrayType(T.LongType(), False)).alias(BAND_KEYS)
+    stored = texts.select(F.col(DOC_ID).alias(EXACT_FP), no_keys, TEXT)
+    keys = fresh.select(EXACT_FP, BAND_KEYS, F.lit(None).cast(T.StringType()).alias(TEXT))
+    return stored.unionByName(keys)
 
 
 def write_batch(

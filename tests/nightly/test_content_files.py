@@ -74,3 +74,47 @@ def test_probe_finds_known_contents_and_the_smallest_matches_per_key(part):
     # key 12345: three contents (rows 10, 20, 30) hold it; the two smallest fps are kept
     expected = [(12345, int(fps[r]), r) for r in (10, 20)] + [(int(keys[42, 0]), int(fps[42]), 42)]
     assert got == sorted(expected)
+
+
+@pytest.mark.parametrize(("parts", "split"), [(2, False), (4, False), (2, True)])
+def test_a_segment_is_written_in_as_many_parts_as_asked_each_sorted(spark, tmp_path, parts, split):
+    """``write_contents`` (Spark): ``parts`` parts of about equal size, every content once, each
+    part sorted by fingerprint; a content's keys and text in one row (compaction) or in two
+    (a night's segment). (By ``pmod(fp, parts)``, Spark's hash partitioning put both halves
+    of a 2-part segment in one part, written by one task.)"""
+    from neardup_spark.nightly.contents import read_contents, write_contents
+
+    n, bands = 600, 3
+    pages = [f"page {i} " * (i % 5 + 3) for i in range(n)]
+    fps = exact_fingerprints(pa.array(pages)).fingerprints.view(np.int64)
+    rows = [
+        (int(fp), [int(fp) ^ b for b in range(bands)], page)
+        for fp, page in zip(fps, pages, strict=True)
+    ]
+    if split:  # shuffled: the writing task pairs each content's two rows up
+        rows_in = [(fp, keys, None) for fp, keys, _ in rows] + [(fp, None, t) for fp, _, t in rows]
+        rows_in = [rows_in[i] for i in np.random.default_rng(1).permutation(len(rows_in))]
+    else:
+        rows_in = rows
+    contents = spark.createDataFrame(rows_in, "exact_fp long, band_keys array<long>, text string")
+    written = write_contents(contents, str(tmp_path), parts, bands)
+    assert len(written) == parts
+    sizes = [part["rows"] for part in written]
+    assert sum(sizes) == n and min(sizes) >= 0.6 * n / parts, sizes
+    for part in written:
+        part_fps, _ = read_keys(str(tmp_path / part["name"]) + KEYS_SUFFIX)
+        assert np.all(np.diff(part_fps) > 0)
+    back = read_contents(spark, [str(tmp_path / p["name"]) for p in written], bands).collect()
+    assert sorted((r.exact_fp, r.band_keys, r.text) for r in back) == sorted(rows)
+
+
+def test_a_content_without_its_keys_fails_the_write(spark, tmp_path):
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    from neardup_spark.nightly.contents import write_contents
+
+    rows = [(1, [1, 2], None), (1, None, "one"), (2, None, "two")]
+    contents = spark.createDataFrame(rows, "exact_fp long, band_keys array<long>, text string")
+    with pytest.raises((PySparkException, Py4JJavaError), match="one text and one key list"):
+        write_contents(contents, str(tmp_path), 1, 2)
