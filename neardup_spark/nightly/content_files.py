@@ -20,6 +20,7 @@ full run uses, so the sets are bit for bit the full run's, and a compressed text
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,8 @@ from neardup_spark.io.filesystem import join, pyarrow_filesystem
 from neardup_spark.kernels.exact_fingerprint import exact_fingerprints
 
 TEXT_BATCH_ROWS = 8
+# Texts taken into file order this many at a time (a multiple of TEXT_BATCH_ROWS).
+_TEXT_BLOCK_ROWS = 512 * TEXT_BATCH_ROWS
 KEYS_SUFFIX = ".keys.arrow"
 TEXTS_SUFFIX = ".texts.arrow"
 TEXTS_CODEC = "zstd"
@@ -53,8 +56,15 @@ def _open_input(path: str) -> Any:
     return fs.open_input_file(inner)
 
 
-def _write_ipc(path: str, table: pa.Table, batch_rows: int | None, codec: str | None) -> int:
-    """Write ``table`` as an Arrow IPC file (under a temporary name, then renamed); its bytes."""
+def _write_ipc(
+    path: str,
+    schema: pa.Schema,
+    tables: Iterable[pa.Table],
+    batch_rows: int | None,
+    codec: str | None,
+) -> int:
+    """Write ``tables`` (one after another) as an Arrow IPC file (under a temporary name, then
+    renamed); its bytes."""
     fs, inner = pyarrow_filesystem(path)
     fs.create_dir(inner.rpartition("/")[0], recursive=True)
     tmp = f"{inner}.tmp"
@@ -66,9 +76,10 @@ def _write_ipc(path: str, table: pa.Table, batch_rows: int | None, codec: str | 
     )
     with (
         fs.open_output_stream(tmp) as sink,
-        pa.ipc.new_file(sink, table.schema, options=options) as writer,
+        pa.ipc.new_file(sink, schema, options=options) as writer,
     ):
-        writer.write_table(table, max_chunksize=batch_rows)
+        for table in tables:
+            writer.write_table(table, max_chunksize=batch_rows)
     fs.move(tmp, inner)
     return int(fs.get_file_info(inner).size)
 
@@ -84,28 +95,40 @@ class PartSummary:
 
 
 def write_part(
-    directory: str, fps: np.ndarray, band_keys: np.ndarray, texts: pa.Array
+    directory: str,
+    fps: np.ndarray,
+    band_keys: np.ndarray,
+    texts: pa.Array,
+    text_rows: np.ndarray | None = None,
 ) -> PartSummary:
     """Write one part into ``directory``: ``fps`` (int64, sorted, distinct), their band keys
-    (``(n, bands)`` int64) and normalised texts (strings, same order)."""
+    (``(n, bands)`` int64) and normalised texts (strings): in the same order, or in any order
+    with ``text_rows[i]`` the row of ``texts`` that is ``fps[i]``'s (taken a block at a time:
+    a part's texts are not copied whole to be sorted)."""
     n, bands = band_keys.shape
     name = part_name(int(fps[0]))
     keys = pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(8 * bands), n, [None, pa.py_buffer(np.ascontiguousarray(band_keys, "<i8"))]
     )
     fp_column = pa.array(fps, pa.int64())
+    keys_table = pa.table({FP: fp_column, BAND_KEYS: keys})
     keys_bytes = _write_ipc(
-        join(directory, name + KEYS_SUFFIX),
-        pa.table({FP: fp_column, BAND_KEYS: keys}),
-        batch_rows=None,
-        codec=None,
+        join(directory, name + KEYS_SUFFIX), keys_table.schema, [keys_table], None, None
     )
-    texts_bytes = _write_ipc(
-        join(directory, name + TEXTS_SUFFIX),
-        pa.table({FP: fp_column, TEXT: texts.cast(pa.large_string())}),
-        batch_rows=TEXT_BATCH_ROWS,
-        codec=TEXTS_CODEC,
-    )
+
+    def text_blocks() -> Iterator[pa.Table]:
+        for start in range(0, n, _TEXT_BLOCK_ROWS):  # whole batches: row r in batch r // 8
+            end = min(start + _TEXT_BLOCK_ROWS, n)
+            block = (
+                texts.slice(start, end - start)
+                if text_rows is None
+                else (texts.take(pa.array(text_rows[start:end])))
+            )
+            yield pa.table({FP: fp_column[start:end], TEXT: block.cast(pa.large_string())})
+
+    schema = pa.schema([(FP, pa.int64()), (TEXT, pa.large_string())])
+    texts_path = join(directory, name + TEXTS_SUFFIX)
+    texts_bytes = _write_ipc(texts_path, schema, text_blocks(), TEXT_BATCH_ROWS, TEXTS_CODEC)
     return PartSummary(name, n, keys_bytes, texts_bytes)
 
 

@@ -11,12 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup_spark.columns import BAND_KEY, BAND_KEYS, DOC_ID, EXACT_FP, TEXT
 from neardup_spark.io.filesystem import join
 from neardup_spark.nightly.content_files import (
     KEYS_SUFFIX,
+    TEXT_BATCH_ROWS,
     TEXTS_SUFFIX,
     probe_part,
     read_keys,
@@ -64,21 +66,26 @@ def _band_key_matrix(column: pa.Array, bands: int) -> np.ndarray:
     return flat.reshape(len(column), bands) if len(column) else np.zeros((0, bands), np.int64)
 
 
-def _content_rows(table: pa.Table) -> tuple[np.ndarray, pa.Array, pa.Array]:
-    """A part's rows, sorted by fingerprint: ``(fps, band key lists, texts)``. A content comes
-    as one row holding both, or as two (its ``band_keys`` in one, its ``text`` in the other:
-    :func:`neardup_spark.nightly.segment.segment_contents`); either way once each."""
-    with_keys = table.filter(pc.is_valid(table.column(BAND_KEYS)))
-    with_text = table.filter(pc.is_valid(table.column(TEXT)))
-    with_keys = with_keys.take(pc.sort_indices(with_keys.column(EXACT_FP)))
-    with_text = with_text.take(pc.sort_indices(with_text.column(EXACT_FP)))
-    fps = with_keys.column(EXACT_FP).to_numpy()
-    if not np.array_equal(fps, with_text.column(EXACT_FP).to_numpy()) or np.any(
-        fps[1:] == fps[:-1]
-    ):
+def _content_rows(table: pa.Table) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
+    """A part's rows: ``(fps, band key lists, texts, text_rows)``, the fingerprints sorted and
+    their key lists in that order, the texts as they came with ``text_rows[i]`` the text of
+    ``fps[i]``. A content comes as one row holding both, or as two (its ``band_keys`` in one,
+    its ``text`` in the other: :func:`neardup_spark.nightly.segment.segment_contents`); either
+    way once each."""
+    all_fps = table.column(EXACT_FP).to_numpy()
+
+    def sorted_rows(column: str) -> tuple[np.ndarray, np.ndarray]:
+        rows = np.flatnonzero(pc.is_valid(table.column(column)).to_numpy(zero_copy_only=False))
+        order = np.argsort(all_fps[rows], kind="stable")
+        return rows[order], all_fps[rows[order]]
+
+    key_rows, fps = sorted_rows(BAND_KEYS)
+    text_rows, text_fps = sorted_rows(TEXT)
+    if not np.array_equal(fps, text_fps) or np.any(fps[1:] == fps[:-1]):
         raise RuntimeError("a segment's contents must each have one text and one key list")
-    keys = with_keys.column(BAND_KEYS).combine_chunks()
-    return fps, keys, with_text.column(TEXT).combine_chunks()
+    keys = table.column(BAND_KEYS).combine_chunks().take(pa.array(key_rows))
+    # large_string: a part's texts may pass 2 GB, the limit of one string array
+    return fps, keys, table.column(TEXT).cast(pa.large_string()).combine_chunks(), text_rows
 
 
 def _write_parts_fn(directory: str, bands: int) -> Any:
@@ -86,8 +93,11 @@ def _write_parts_fn(directory: str, bands: int) -> Any:
         received = [batch for batch in batches if batch.num_rows]
         if not received:
             return
-        fps, keys, texts = _content_rows(pa.Table.from_batches(received))
-        summary = write_part(directory, fps, _band_key_matrix(keys, bands), texts)
+        table = pa.Table.from_batches(received)
+        del received
+        fps, keys, texts, text_rows = _content_rows(table)
+        del table  # the batches as received: the texts are in ``texts`` now, once
+        summary = write_part(directory, fps, _band_key_matrix(keys, bands), texts, text_rows)
         yield pa.RecordBatch.from_pylist([vars(summary)], schema=pa.schema(
             [("name", pa.string()), ("rows", pa.int64()), ("keys_bytes", pa.int64()),
              ("texts_bytes", pa.int64())]
@@ -196,12 +206,17 @@ def _fetch_fn(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 def fetch_texts(requests: DataFrame) -> DataFrame:
     """Requests (``part``, ``row``) -> the normalised texts stored there: ``doc_id`` (the
     content's fingerprint), ``text``. Each task reads the few record batches it needs of the
-    parts it gets."""
+    parts it gets.
+
+    Spread by record batch, not by part: a night's index has a few parts, whose names Spark's
+    hash partitioning put in fewer tasks than cores (one part: one task); the rows of one
+    batch stay together, so no batch is decompressed twice."""
     tasks = max(1, default_parallelism(requests.sparkSession))
+    batch = F.floor(F.col(ROW) / TEXT_BATCH_ROWS)
     return (
         requests.select(PART, ROW)
         .distinct()
-        .repartition(tasks, PART)
+        .repartition(tasks, PART, batch)
         .mapInArrow(_fetch_fn, TEXTS_SCHEMA)
     )
 

@@ -118,3 +118,51 @@ def test_a_content_without_its_keys_fails_the_write(spark, tmp_path):
     contents = spark.createDataFrame(rows, "exact_fp long, band_keys array<long>, text string")
     with pytest.raises((PySparkException, Py4JJavaError), match="one text and one key list"):
         write_contents(contents, str(tmp_path), 1, 2)
+
+
+def test_texts_in_any_order_are_written_in_fingerprint_order_in_whole_batches(tmp_path):
+    """``write_part`` with ``text_rows`` (texts as they came, taken into order a block at a
+    time): the same rows as from sorted texts, 8 rows a batch across blocks (5,000 texts)."""
+    n = 5000
+    pages = pa.array([f"page {i} " * (i % 4 + 1) for i in range(n)])
+    unsorted = exact_fingerprints(pages).fingerprints.view(np.int64)
+    by_fp = np.argsort(unsorted)
+    fps, in_order = unsorted[by_fp], pages.take(pa.array(by_fp))
+    shuffle = np.random.default_rng(5).permutation(n)
+    arrived = in_order.take(pa.array(shuffle))  # arrived[j] = in_order[shuffle[j]]
+    text_rows = np.argsort(shuffle)  # fps[i]'s text is arrived[text_rows[i]]
+    keys = np.zeros((n, 2), np.int64)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = write_part(str(tmp_path / "a"), fps, keys, in_order)
+    b = write_part(str(tmp_path / "b"), fps, keys, arrived, text_rows)
+    texts_a = (tmp_path / "a" / a.name).with_suffix(TEXTS_SUFFIX)
+    texts_b = (tmp_path / "b" / b.name).with_suffix(TEXTS_SUFFIX)
+    assert (
+        pa.ipc.open_file(str(texts_a)).read_all().equals(pa.ipc.open_file(str(texts_b)).read_all())
+    )
+    reader = pa.ipc.open_file(str(texts_b))
+    assert reader.num_record_batches == n // TEXT_BATCH_ROWS
+    sizes = {reader.get_batch(i).num_rows for i in range(reader.num_record_batches)}
+    assert sizes == {TEXT_BATCH_ROWS}
+    rows = np.array([0, 4095, 4096, 4097, 4999])
+    got_fps, got = read_texts(str(texts_b), rows)
+    assert got_fps.tolist() == fps[rows].tolist()
+    assert got.to_pylist() == [in_order[int(i)].as_py() for i in rows]
+
+
+def test_texts_of_one_part_are_fetched_by_every_task(spark, part):
+    """``fetch_texts`` (Spark): the requested rows of one part come back, each once, from as
+    many tasks as the session has cores (by part, one part was one task)."""
+    from pyspark.sql import functions as F
+
+    from neardup_spark.nightly.contents import fetch_texts
+
+    path, fps, _, texts, _ = part
+    rows = list(range(0, 100, 3))
+    requests = spark.createDataFrame([(str(path), r) for r in rows], "part string, row long")
+    fetched = fetch_texts(requests).withColumn("task", F.spark_partition_id()).collect()
+    assert sorted((r.doc_id, r.text) for r in fetched) == sorted(
+        (int(fps[r]), texts[r].as_py()) for r in rows
+    )
+    assert len({r.task for r in fetched}) == spark.sparkContext.defaultParallelism == 2
