@@ -1,7 +1,8 @@
-"""``neardup dedupe`` and ``jobs/dedupe.py``, each in its own process (own JVM): outputs,
-exit codes 0, 1 and 2, spark-submit, and SIGKILL at known points. The runs a kill test compares
-with, and the reruns after a kill, run the command in this process on the suite's session
-(:func:`here`): only what is killed needs a process of its own."""
+"""``neardup dedupe`` in its own process (own JVM): outputs, exit codes 0, 1 and 2, and SIGKILL
+at known points (``spark-submit jobs/dedupe.py``: tests/runtime/test_standalone_cluster.py).
+The runs a kill test compares with, and the reruns after a kill, run the command in this
+process on the suite's session (:func:`here`): only what is killed needs a process of its
+own."""
 
 from __future__ import annotations
 
@@ -118,45 +119,6 @@ def test_user_errors_exit_2_without_traceback(spark, small_input, tmp_path, capf
     assert bad_arg.returncode == 2 and "threshold must be in (0, 1]" in bad_arg.stderr
     no_cmd = neardup("dedupe")
     assert no_cmd.returncode == 2 and "Traceback" not in no_cmd.stderr
-
-
-@pytest.mark.slow
-def test_spark_submit_job(small_input, tmp_path):
-    import pyspark
-
-    spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    out = tmp_path / "submitted"
-    env = {
-        **os.environ,
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "PYTHONPATH": str(REPO),
-    }
-    done = subprocess.run(
-        [
-            str(spark_submit),
-            "--master",
-            "local[2]",
-            # spark-submit's settings rule (no local defaults): Spark's 200 shuffle partitions
-            # made two thirds of this test's time, on 4 documents
-            "--conf",
-            "spark.sql.shuffle.partitions=2",
-            str(REPO / "jobs" / "dedupe.py"),
-            str(small_input),
-            str(out),
-            "--master",
-            "local[1]",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
-    assert report["counts"]["clusters"] == 3
-    # spark-submit's master wins over --master
-    assert report["spark"]["master"] == "local[2]"
 
 
 def test_exact_method_end_to_end(spark, tmp_path):

@@ -11,6 +11,9 @@ with ``--py-files`` and ``spark-submit``s ``jobs/dedupe.py`` with ``conf/cluster
 run's (``local[2]``), with the components forced into distributed large-star/small-star
 rounds on the cluster (one task in local mode).
 
+It is also the suite's test of ``spark-submit jobs/dedupe.py`` as such: spark-submit's master
+wins over the job's own ``--master``.
+
 ``make cluster-test`` runs this file alone; ``make test`` runs it too.
 """
 
@@ -133,6 +136,10 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
             "components_single_task_max_edges=0",
             "--set",
             "spark.sql.shuffle.partitions=4",
+            # spark-submit's master wins over the job's own --master (the job-entry check of
+            # a local spark-submit, once a test of its own: one spark-submit serves both)
+            "--master",
+            "local[1]",
         ],
         env=standalone.env,
         cwd=tmp_path,
@@ -142,7 +149,7 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
     )
     assert submitted.returncode == 0, submitted.stderr[-4000:] + "\n" + standalone.logs()
     report = json.loads((out / "report.json").read_text())
-    assert report["spark"]["master"] == standalone.master_url
+    assert report["spark"]["master"] == standalone.master_url  # not the job's local[1]
     assert report["config"]["arrow_batch_size"] == 5000  # conf/cluster.yaml was applied
     assert report["counts"]["input_rows"] == 300
     # The worker launched an executor for the application (its logs are in the work dir).
