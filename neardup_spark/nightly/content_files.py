@@ -119,11 +119,10 @@ def write_part(
     def text_blocks() -> Iterator[pa.Table]:
         for start in range(0, n, _TEXT_BLOCK_ROWS):  # whole batches: row r in batch r // 8
             end = min(start + _TEXT_BLOCK_ROWS, n)
-            block = (
-                texts.slice(start, end - start)
-                if text_rows is None
-                else (texts.take(pa.array(text_rows[start:end])))
-            )
+            if text_rows is None:
+                block = texts.slice(start, end - start)
+            else:
+                block = texts.take(pa.array(text_rows[start:end]))
             yield pa.table({FP: fp_column[start:end], TEXT: block.cast(pa.large_string())})
 
     schema = pa.schema([(FP, pa.int64()), (TEXT, pa.large_string())])

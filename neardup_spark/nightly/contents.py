@@ -118,7 +118,7 @@ def write_contents(
     up by its part: the probe scans them all). By ``exact_fp`` itself, not ``pmod(exact_fp,
     parts)``: that column's ``parts`` values hash into fewer partitions (both of two into one),
     so a 300,000-content segment came out as one part, written by one task while the other
-    core idled. Each task sorts its part with Arrow (a JVM sort copied every text once more)."""
+    core idled. Each task orders its part itself (a JVM sort copied every text once more)."""
     written = (
         contents.select(EXACT_FP, BAND_KEYS, TEXT)
         .repartition(parts, EXACT_FP)
