@@ -46,19 +46,20 @@ def docs_delta(ctx: BatchContext, clustered: Clustered) -> DataFrame:
 
 
 def segment_contents(fresh: DataFrame, texts: DataFrame) -> DataFrame:
-    """The rows of the segment's contents parts, for :func:`write_contents`: each new content
-    twice, ``exact_fp`` with its ``band_keys`` (from ``fresh``: ``exact_fp``, ``band_keys``)
-    and with its persisted normalised ``text`` (``texts``: ``doc_id`` = the fingerprint,
-    ``text``; derived from ``fresh``); the writing task pairs them up.
+    """The rows of the segment's contents parts, for :func:`write_contents`: each new content's
+    ``exact_fp``, ``doc_id`` and ``band_keys`` (from ``fresh``), and the batch's normalised
+    texts with their fingerprints (``texts``: ``doc_id``, ``exact_fp``, ``text``, every
+    document with text); the writing task gives each new content the text of its smallest
+    document and drops the others (copies, contents the index holds).
 
-    A union, not a join: the texts are shuffled once, into their parts (a sort-merge join
-    shuffled them into its own partitions first, then again into the parts: 457 + 524 MB at
-    300,000 contents). Bounded memory in a local driver whatever the batch's size: nothing
+    A union, not a join: the texts are shuffled once, into their parts, by the fingerprint
+    they carry (a join to find each content's document shuffled them by id first: 457 + 524 MB
+    at 300,000 contents). Bounded memory in a local driver whatever the batch's size: nothing
     is broadcast (Spark took checkpointed keys for small and collected them into the driver,
-    ~250 MB at 1M contents), and the texts are read where they were persisted."""
+    ~250 MB at 1M contents)."""
     no_keys = F.lit(None).cast(T.ArrayType(T.LongType(), False)).alias(BAND_KEYS)
-    stored = texts.select(F.col(DOC_ID).alias(EXACT_FP), no_keys, TEXT)
-    keys = fresh.select(EXACT_FP, BAND_KEYS, F.lit(None).cast(T.StringType()).alias(TEXT))
+    stored = texts.select(EXACT_FP, DOC_ID, no_keys, TEXT)
+    keys = fresh.select(EXACT_FP, DOC_ID, BAND_KEYS, F.lit(None).cast(T.StringType()).alias(TEXT))
     return stored.unionByName(keys)
 
 

@@ -17,7 +17,7 @@ from neardup_spark.nightly.steps import (
     IndexedNight,
     Touched,
     batch_candidates,
-    fresh_texts,
+    batch_texts,
     index_documents,
     keep,
     member_history,
@@ -35,15 +35,13 @@ def index_with_spark(ctx: BatchContext, features: DataFrame) -> IndexedNight:
     probe = probe_index_keys(ctx, new)
     fresh = keep(new_contents(new, probe))
     n_fresh = ctx.counts["new_contents"] = new.n_contents - probe.n_known
-    texts = fresh_texts(ctx, fresh)
     candidates = batch_candidates(ctx, fresh, n_fresh, probe)
-    edges = verify_candidates(ctx, candidates, texts)
+    edges = verify_candidates(ctx, candidates, fresh)
     touched = touched_members(ctx, new, probe, edges)
     clustered = cluster_touched(ctx, touched, edges)
     with ctx.timer.stage("write") as counted:
-        segment = write_batch(ctx, fresh, texts, n_fresh, edges, clustered)
+        segment = write_batch(ctx, fresh, batch_texts(ctx), n_fresh, edges, clustered)
         counted["rows"] = segment["rows"].get("docs", 0)
-    texts.unpersist()
     return IndexedNight(segment, clustered.stats, clustered.components, touched.n_clusters)
 
 

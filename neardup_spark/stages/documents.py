@@ -11,7 +11,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from neardup_spark.batch import BatchFn, over_batches
-from neardup_spark.batch.documents import SET_COLUMNS, documents_columns_fn, normalized_texts_fn
+from neardup_spark.batch.documents import (
+    SET_COLUMNS,
+    documents_columns_fn,
+    fingerprinted_texts_fn,
+    normalized_texts_fn,
+)
 from neardup_spark.batch.minhash import minhash_columns_fn
 from neardup_spark.batch.text import text_columns_fn
 from neardup_spark.columns import (
@@ -186,5 +191,28 @@ def normalized_texts(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
             ]
         )
         return docs.select(DOC_ID, TEXT).mapInArrow(over_batches(_normalized_fn(config)), schema)
+
+    return transform
+
+
+def fingerprinted_texts(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
+    """Documents -> the normalised texts of those with text, with their exact fingerprints,
+    as the per-document pass computes both.
+
+    Input columns: ``doc_id``, ``text`` (string, or binary decoded as UTF-8 with replacement).
+    Output columns: ``doc_id``, ``exact_fp``, ``text`` (normalised, string); a document whose
+    normalised text is null or empty has no row.
+    """
+
+    def transform(docs: DataFrame) -> DataFrame:
+        schema = T.StructType(
+            [
+                T.StructField(DOC_ID, docs.schema[DOC_ID].dataType, False),
+                T.StructField(EXACT_FP, T.LongType(), False),
+                T.StructField(TEXT, T.StringType(), False),
+            ]
+        )
+        fingerprinted = over_batches(fingerprinted_texts_fn(config))
+        return docs.select(DOC_ID, TEXT).mapInArrow(fingerprinted, schema)
 
     return transform

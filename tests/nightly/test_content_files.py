@@ -108,16 +108,40 @@ def test_a_segment_is_written_in_as_many_parts_as_asked_each_sorted(spark, tmp_p
     assert sorted((r.exact_fp, r.band_keys, r.text) for r in back) == sorted(rows)
 
 
-def test_a_content_without_its_keys_fails_the_write(spark, tmp_path):
+def test_a_key_list_without_a_text_fails_the_write(spark, tmp_path):
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
     from neardup_spark.nightly.contents import write_contents
 
-    rows = [(1, [1, 2], None), (1, None, "one"), (2, None, "two")]
+    rows = [(1, [1, 2], "one"), (2, [3, 4], None), (3, None, "three")]
     contents = spark.createDataFrame(rows, "exact_fp long, band_keys array<long>, text string")
-    with pytest.raises((PySparkException, Py4JJavaError), match="one text and one key list"):
+    with pytest.raises((PySparkException, Py4JJavaError), match="one key list and a text"):
         write_contents(contents, str(tmp_path), 1, 2)
+
+
+def test_each_content_is_written_once_and_texts_of_no_content_are_dropped(spark, tmp_path):
+    """A night's rows: a content's keys (with its smallest document), and every text of the
+    batch with its fingerprint (copies of a content; a content the index holds, which has no
+    keys). Each content is written once with its text, whatever order the rows come in."""
+    from neardup_spark.nightly.contents import read_contents, write_contents
+
+    pages = ["a page", "another page", "a page the index holds"]
+    ten, twenty, held = (
+        int(fp) for fp in exact_fingerprints(pa.array(pages)).fingerprints.view(np.int64)
+    )
+    keys = [(ten, "b", [1, 2], None), (twenty, "a", [3, 4], None)]
+    texts = [(ten, "c", None, pages[0]), (ten, "b", None, pages[0]), (twenty, "a", None, pages[1])]
+    texts += [(held, "z", None, pages[2]), (ten, "d", None, pages[0])]
+    schema = "exact_fp long, doc_id string, band_keys array<long>, text string"
+    for k, order in enumerate((keys + texts, texts[::-1] + keys)):
+        out = tmp_path / str(k)
+        written = write_contents(spark.createDataFrame(order, schema), str(out), 1, 2)
+        assert [part["rows"] for part in written] == [2]
+        back = read_contents(spark, [str(out / written[0]["name"])], 2).collect()
+        assert sorted((r.exact_fp, r.band_keys, r.text) for r in back) == sorted(
+            [(ten, [1, 2], pages[0]), (twenty, [3, 4], pages[1])]
+        )
 
 
 def test_texts_in_any_order_are_written_in_fingerprint_order_in_whole_batches(tmp_path):

@@ -1,57 +1,49 @@
 """What bounds a nightly build's memory in a local driver (the executor is the driver's JVM):
-the Spark path's segment write reads the persisted texts and collects nothing to the driver.
+the Spark path's segment write shuffles the batch's texts once and collects nothing to the
+driver.
 
 A 1M-document first index build ran out of a 2 GB local driver: the new contents' band keys
-(~250 MB) were broadcast, and the batch was read and normalised again instead of read from the
-persisted texts. These tests check the plans on a few rows (the 1M run is in the nightly bench)."""
+(~250 MB) were broadcast. These tests check the plans on a few rows (the 1M run is in the
+nightly bench)."""
 
 from __future__ import annotations
 
-from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
 from neardup_spark.columns import BAND_KEYS, DOC_ID, EXACT_FP, TEXT
+from neardup_spark.config import DedupeConfig
 from neardup_spark.nightly.segment import segment_contents
 from neardup_spark.nightly.steps import keep
+from neardup_spark.stages.documents import fingerprinted_texts
 
 
 def executed_plan(frame) -> str:
     return frame._jdf.queryExecution().executedPlan().toString()
 
 
-def test_segment_contents_read_the_persisted_texts_and_broadcast_nothing(spark):
+def test_segment_contents_shuffle_the_texts_once_and_broadcast_nothing(spark):
+    """The batch's texts go straight from its scan into the parts' shuffle, by the fingerprint
+    they carry: no join (its own shuffle of every text, by id, to find a content's document
+    first), nothing collected to the driver."""
     docs = spark.createDataFrame(
-        [(f"d{i}", f"text number {i}") for i in range(200)], f"{DOC_ID} string, {TEXT} string"
+        [(f"d{i}", f"Text number {i % 150}") for i in range(200)], f"{DOC_ID} string, {TEXT} string"
     )
+    texts = docs.transform(fingerprinted_texts(DedupeConfig()))
     fresh = keep(
-        docs.select(
-            DOC_ID,
-            F.xxhash64(DOC_ID).alias(EXACT_FP),
-            F.array(F.xxhash64(TEXT), F.lit(7).cast("long")).alias(BAND_KEYS),
+        texts.groupBy(EXACT_FP).agg(
+            F.min(DOC_ID).alias(DOC_ID),
+            F.array(F.first(EXACT_FP), F.lit(7).cast("long")).alias(BAND_KEYS),
         )
     )
-    # As steps.fresh_texts: the texts derive from ``fresh`` and are persisted on disk.
-    reps = fresh.select(DOC_ID, EXACT_FP).hint("merge")
-    texts = (
-        docs.join(reps, DOC_ID)
-        .select(F.col(EXACT_FP).alias(DOC_ID), F.upper(TEXT).alias(TEXT))
-        .persist(StorageLevel.DISK_ONLY)
-    )
-    try:
-        assert texts.count() == 200
-        rows = segment_contents(fresh, texts)
-        plan = executed_plan(rows)
-        assert "InMemoryTableScan" in plan, plan  # the persisted texts, not the batch again
-        assert "Broadcast" not in plan, plan  # nothing batch-sized collected to the driver
-        # No join (its own shuffle of the texts, before the parts' one): a union of the two
-        assert plan.splitlines()[0].startswith("Union"), plan
-        keys = {r[EXACT_FP]: r[BAND_KEYS][1] for r in rows.collect() if r[TEXT] is None}
-        got = {r[EXACT_FP]: r[TEXT] for r in rows.collect() if r[BAND_KEYS] is None}
-        assert set(keys) == set(got) and len(got) == 200 and rows.count() == 400
-        assert set(got.values()) == {f"TEXT NUMBER {i}" for i in range(200)}
-        assert set(keys.values()) == {7}
-    finally:
-        texts.unpersist()
+    rows = segment_contents(fresh, texts)
+    plan = executed_plan(rows)
+    assert "Broadcast" not in plan and "Join" not in plan, plan
+    assert plan.splitlines()[0].startswith("Union"), plan
+    collected = rows.collect()
+    keys = {r[EXACT_FP]: (r[DOC_ID], r[BAND_KEYS][1]) for r in collected if r[TEXT] is None}
+    got = {r[EXACT_FP] for r in collected if r[BAND_KEYS] is None}
+    assert len(keys) == 150 and set(keys) == got and len(collected) == 350
+    assert {r[TEXT] for r in collected if r[TEXT]} == {f"text number {i}" for i in range(150)}
 
 
 def test_driver_clustering_results_stay_arrow_batches_not_local_relations(spark):
