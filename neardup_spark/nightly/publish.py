@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -18,6 +19,7 @@ from neardup_spark.io.storage import copy_tree
 from neardup_spark.nightly.stable_ids import KEPT
 from neardup_spark.nightly.store import Index
 from neardup_spark.pipeline.execution import maybe_broadcast
+from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.runtime.session import keep_column_types
 
 CHANGED_CLUSTERS = "changed_clusters"
@@ -30,10 +32,15 @@ def publish_batch(
     batch: dict[str, Any],
     config: DedupeConfig,
     out: OutputDir,
+    timing: tuple[StageTimer, float] | None = None,
 ) -> dict[str, Any]:
     """Write a committed batch's outputs (``clusters/``, ``pairs/``, ``changed_clusters/`` from
     its stored results, ``deduplicated/`` from the input rows ``df``, ``report.json``) and
-    commit them into ``out``; returns the report."""
+    commit them into ``out``; returns the report. ``timing``: the run that indexed the batch
+    (its stage timer and start): OUTPUT's report then counts the index commit and this
+    publishing too, as a full run's counts its writes (the report kept in the index stops at
+    the index's own writes)."""
+    publishing = time.perf_counter()
     results = join(index.root, batch["results"])
     staged = out.staging(batch["run_id"])
     for name in ("clusters", "pairs", CHANGED_CLUSTERS):
@@ -47,6 +54,13 @@ def publish_batch(
     text = index.storage.read_text(join(results, REPORT_FILE))
     report: dict[str, Any] = json.loads(text) if text else {}
     report["output"] = out.path
+    if timing is not None:
+        timer, started = timing
+        now = time.perf_counter()
+        report["stage_seconds"] = {**timer.seconds, "publish": round(now - publishing, 3)}
+        report["wall_seconds"] = wall = round(now - started, 3)
+        rows = report.get("counts", {}).get("input_rows", 0)
+        report["docs_per_second"] = round(rows / wall, 1) if wall else None
     staged.write_json(REPORT_FILE, report)
     manifest = {
         "run_id": batch["run_id"],

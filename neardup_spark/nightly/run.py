@@ -276,7 +276,8 @@ def index_and_publish(
         else:
             log.info("batch %s was committed before (batch %d): publishing", run_id, batch["seq"])
         with timer.stage("publish"):
-            report = publish_batch(spark, df, index, batch, config, out)
+            timing = None if already else (timer, started)
+            report = publish_batch(spark, df, index, batch, config, out, timing)
     report["already_committed"] = already
     return report
 

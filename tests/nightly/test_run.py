@@ -282,3 +282,26 @@ def test_killed_run_leaves_the_index_and_outputs_intact(spark, history):
 
 # --------------------------------------------------------------------------------------------
 # The command line (in this process, on the suite's SparkSession)
+
+
+def test_a_nights_report_counts_its_commit_and_publishing(spark, history):
+    """OUTPUT's report of the run that indexed the batch counts everything up to its outputs,
+    as a full run's counts its writes: the index commit and the publishing (``deduplicated/``
+    is written then), inside ``wall_seconds``. The report kept with the batch in the index
+    stops at the index's own writes."""
+    import json
+
+    from neardup_spark.nightly.store import Index
+
+    index = Index.open(spark, str(history["index"]))
+    for day in ("day1", "day2"):
+        report = history["reports"][day]
+        stages = report["stage_seconds"]
+        assert {"write", "commit", "publish"} <= set(stages), stages
+        assert sum(stages.values()) <= report["wall_seconds"] + 0.01 * len(stages)
+        published = json.loads((history["root"] / f"out-{day}" / "report.json").read_text())
+        assert published["wall_seconds"] == report["wall_seconds"]
+        kept = history["index"] / index.batch(report["run_id"])["results"] / "report.json"
+        stored = json.loads(kept.read_text())
+        assert "publish" not in stored["stage_seconds"]
+        assert stored["wall_seconds"] < report["wall_seconds"]
