@@ -59,7 +59,10 @@ def cli_nights(
             root / "cli-night.log",
             master,
         )
-        full = cli_run([paths["all"]], root / "out-cli-full", root / "cli-full.log", master)
+        # --no-resume: the kept stages of a killed bench's run must not be resumed
+        full = cli_run(
+            [paths["all"], "--no-resume"], root / "out-cli-full", root / "cli-full.log", master
+        )
     finally:
         shutil.rmtree(index, ignore_errors=True)
     out: dict[str, Any] = {"night": night, "full": full}
