@@ -307,14 +307,15 @@ def candidate_texts(ctx: BatchContext, pairs: DataFrame, fresh: DataFrame) -> Da
     )
     reps = fresh.select(DOC_ID, EXACT_FP).join(ends.distinct(), EXACT_FP, "left_semi")
     n_reps = min(2 * ctx.counts["candidate_pairs"], ctx.n_new)
-    docs = batch_documents(grouped_input(ctx.df)[0], ctx.config)
     addressed = None
     if n_reps > BROADCAST_MAX_ROWS:
         addressed = addressed_input(ctx.df, ctx.config.id_col, ctx.config.text_col)
     if addressed is not None and addressed.words_fit(ctx.n_new):
         docs = addressed.texts_of(reps.select(DOC_ID))
     else:
-        docs = docs.join(maybe_broadcast(reps.select(DOC_ID), n_reps), DOC_ID, "left_semi")
+        docs = batch_documents(grouped_input(ctx.df)[0], ctx.config).join(
+            maybe_broadcast(reps.select(DOC_ID), n_reps), DOC_ID, "left_semi"
+        )
     texts = docs.transform(fingerprinted_texts(ctx.config))
     return texts.select(F.col(EXACT_FP).alias(DOC_ID), TEXT)
 

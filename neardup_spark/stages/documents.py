@@ -15,7 +15,6 @@ from neardup_spark.batch.documents import (
     SET_COLUMNS,
     documents_columns_fn,
     fingerprinted_texts_fn,
-    normalized_texts_fn,
 )
 from neardup_spark.batch.minhash import minhash_columns_fn
 from neardup_spark.batch.text import text_columns_fn
@@ -162,35 +161,6 @@ def minhash_sketch(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
         return docs.select(DOC_ID, NORMALIZED, CHAR_UNIT).mapInArrow(
             over_batches(minhash_columns_fn(config)), schema
         )
-
-    return transform
-
-
-def _normalized_fn(config: DedupeConfig) -> Callable[[pa.RecordBatch], pa.RecordBatch]:
-    normalize = normalized_texts_fn(config)
-
-    def run(batch: pa.RecordBatch) -> pa.RecordBatch:
-        texts = normalize(batch.column(TEXT)).cast(pa.string())
-        return pa.RecordBatch.from_arrays([batch.column(DOC_ID), texts], names=[DOC_ID, TEXT])
-
-    return run
-
-
-def normalized_texts(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
-    """Documents -> their normalised texts, as the per-document pass normalises them.
-
-    Input columns: ``doc_id``, ``text`` (string, or binary decoded as UTF-8 with replacement).
-    Output columns: ``doc_id``, ``text`` (normalised, string).
-    """
-
-    def transform(docs: DataFrame) -> DataFrame:
-        schema = T.StructType(
-            [
-                T.StructField(DOC_ID, docs.schema[DOC_ID].dataType, False),
-                T.StructField(TEXT, T.StringType(), True),
-            ]
-        )
-        return docs.select(DOC_ID, TEXT).mapInArrow(over_batches(_normalized_fn(config)), schema)
 
     return transform
 
