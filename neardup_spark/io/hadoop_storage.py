@@ -5,10 +5,16 @@ the cluster has (S3A, GCS, ABFS)."""
 from __future__ import annotations
 
 import builtins
+from time import sleep
 from typing import Any
 
 from neardup_spark.io.filesystem import FileStatus, TextOnBytes, temporary_name
 from neardup_spark.io.paths import for_hadoop
+
+# Reads of a file whose bytes and checksum disagree (see HadoopStorage.read_bytes), and the wait
+# before the next (times the attempt's number).
+READ_ATTEMPTS = 5
+REREAD_SECONDS = 0.02
 
 
 class HadoopStorage(TextOnBytes):
@@ -58,6 +64,20 @@ class HadoopStorage(TextOnBytes):
         return sorted(out, key=lambda s: s.path)
 
     def read_bytes(self, path: str) -> bytes | None:
+        """The file's bytes, None if it does not exist. A checksum error is read again a few
+        times: on a checksummed file system (Hadoop's ``file://``, which keeps a ``.crc`` beside
+        each file) a file replaced while read (a lease's heartbeat) has its new bytes renamed in
+        before their checksum file, so a reader may briefly see the two disagree."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                return self._read_once(path)
+            except Exception as exc:  # py4j wraps Java's ChecksumException
+                if "ChecksumException" not in str(exc) or attempt == READ_ATTEMPTS:
+                    raise
+                sleep(REREAD_SECONDS * attempt)
+        return None  # not reached: the last attempt returns or raises
+
+    def _read_once(self, path: str) -> bytes | None:
         hpath = self._path(path)
         if not self._fs.exists(hpath):
             return None

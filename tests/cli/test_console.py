@@ -193,3 +193,47 @@ def test_a_user_error_cancelling_busy_tasks_prints_only_neardups_own_lines(tmp_p
     sketch = [m.group(1) for line in lines if (m := SKETCH_LINE.search(line))]
     assert sketch == ["-"], lines  # the pass was cut short: no rows counted
     assert_own_lines_only(lines)
+
+
+def test_py4j_tracebacks_of_a_dropped_jvm_connection_stay_off_the_console(caplog):
+    """py4j logs ``Exception while sending command.`` and a traceback on the root logger when
+    the JVM's connection drops under a call (a thread still talking to the JVM as a signal
+    stops it). The command line's console leaves them out (the call fails, and the command
+    says so in its own line); ``-v`` keeps them. A real py4j client against a socket that
+    accepts each connection and closes it."""
+    import socket
+
+    from py4j.java_gateway import GatewayClient, GatewayParameters
+
+    from neardup_spark.runtime import console
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the test is over
+                return
+            conn.recv(1024)
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    client = GatewayClient(gateway_parameters=GatewayParameters(port=server.getsockname()[1]))
+
+    def py4j_records(verbose: bool) -> list[str]:
+        console.configure(verbose)
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            assert client.send_command("c\no0\ntoString\ne\n") == "x"  # py4j's error answer
+        return [r.getMessage() for r in caplog.records if "sending command" in r.getMessage()]
+
+    try:
+        assert py4j_records(verbose=True)  # the scenario is real: py4j does log it
+        assert py4j_records(verbose=False) == []
+        assert py4j_records(verbose=True)  # -v: back
+    finally:
+        console.configure(True)  # the Python API's and the suite's default
+        server.close()

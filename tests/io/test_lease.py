@@ -215,3 +215,41 @@ def test_hadoop_storage_creates_exclusively_and_holds_a_lease(spark, tmp_path):
         acquire(storage, root, "second", 0)
     lease.release()
     assert [n for n in storage.list(root) if not n.endswith(".crc")] == ["entry"]
+
+
+def test_hadoop_storage_reads_a_file_again_while_its_checksum_catches_up(
+    spark, tmp_path, monkeypatch
+):
+    """Hadoop's ``file://`` keeps a ``.crc`` beside each file and renames it after the file
+    when a heartbeat is replaced, so a reader in between sees bytes and checksum disagree
+    (found under load: the lease test above failed with a ChecksumException). Such a read is
+    made again, and succeeds once they agree; a disagreement that lasts still fails. Here the
+    file's bytes are changed behind the checksum; the wait before the second read puts the
+    replacement's checksum in place, as the renaming writer would."""
+    from neardup_spark.io import hadoop_storage
+    from neardup_spark.io.hadoop_storage import HadoopStorage
+
+    root = f"file://{tmp_path}/hadoop"
+    storage = HadoopStorage(spark.sparkContext._jsc.hadoopConfiguration(), root)
+    beat = f"{root}/_lock.heartbeat.t"
+    storage.write_text(beat, '{"beat": 1}\n')
+    local = tmp_path / "hadoop" / "_lock.heartbeat.t"
+    crc = tmp_path / "hadoop" / "._lock.heartbeat.t.crc"
+    assert crc.is_file()
+    storage.write_text(f"{root}/next", '{"beat": 2}\n')  # the replacement, with its checksum
+    local.write_text('{"beat": 2}\n')  # its bytes in place, the old checksum still beside them
+    waits: list[float] = []
+
+    def checksum_arrives(seconds: float) -> None:
+        waits.append(seconds)
+        (tmp_path / "hadoop" / ".next.crc").replace(crc)
+
+    monkeypatch.setattr(hadoop_storage, "sleep", checksum_arrives)
+    assert storage.read_text(beat) == '{"beat": 2}\n'
+    assert len(waits) == 1
+    # A lasting disagreement is an error, after a few attempts.
+    local.write_text('{"beat": 3}\n')
+    monkeypatch.setattr(hadoop_storage, "sleep", waits.append)
+    with pytest.raises(Exception, match="ChecksumException"):
+        storage.read_text(beat)
+    assert len(waits) == 1 + hadoop_storage.READ_ATTEMPTS - 1
