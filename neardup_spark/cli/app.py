@@ -113,11 +113,11 @@ def stopped_by(signum: int) -> int:
 
 def configure_logging(verbose: bool) -> None:
     """Our log lines on stderr; Spark's console quiet unless ``verbose``."""
-    console.configure(verbose)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    console.configure(verbose)
     # One parsable line per stage (stage=NAME rows=N seconds=S) even without --verbose.
     logging.getLogger("neardup_spark.progress").setLevel(logging.INFO)
 

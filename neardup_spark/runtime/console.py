@@ -59,21 +59,23 @@ def mute_jvm() -> None:
 _PY4J_DIR = f"{os.sep}py4j{os.sep}"
 
 
-def _not_py4j_root_record(record: logging.LogRecord) -> bool:
-    """False for what py4j logs on the root logger (``Exception while sending command.`` and
-    its traceback, when the JVM's connection drops under a call: a thread still talking to the
-    JVM as a signal stops it). The call raises as well, and the command reports that in its own
-    line; the record would add a Python stack trace to the console."""
-    return not (record.name == "root" and _PY4J_DIR in record.pathname)
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    """False for what py4j logs, on its own loggers and on the root logger: ``Exception while
+    sending command.`` and a stack trace when the JVM's connection drops under a call (a thread
+    still talking to the JVM as a signal stops it), errors of a connection shut down. The call
+    fails as well, and the command reports that in its own line."""
+    from_py4j = record.name == "py4j" or record.name.startswith("py4j.")
+    return not (from_py4j or _PY4J_DIR in record.pathname)
 
 
 def configure(verbose: bool) -> None:
-    """The command line's console: Spark's own and py4j's tracebacks only with ``verbose``."""
+    """The command line's console (after its log handlers are set up): Spark's own console and
+    py4j's log records only with ``verbose``."""
     SETTINGS.verbose = verbose
-    root = logging.getLogger()
-    root.removeFilter(_not_py4j_root_record)
-    if not verbose:
-        root.addFilter(_not_py4j_root_record)
+    for handler in logging.getLogger().handlers:
+        handler.removeFilter(_not_from_py4j)
+        if not verbose:
+            handler.addFilter(_not_from_py4j)
 
 
 def quiet_connect_client() -> None:

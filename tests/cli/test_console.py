@@ -195,45 +195,41 @@ def test_a_user_error_cancelling_busy_tasks_prints_only_neardups_own_lines(tmp_p
     assert_own_lines_only(lines)
 
 
-def test_py4j_tracebacks_of_a_dropped_jvm_connection_stay_off_the_console(caplog):
-    """py4j logs ``Exception while sending command.`` and a traceback on the root logger when
-    the JVM's connection drops under a call (a thread still talking to the JVM as a signal
-    stops it). The command line's console leaves them out (the call fails, and the command
-    says so in its own line); ``-v`` keeps them. A real py4j client against a socket that
-    accepts each connection and closes it."""
-    import socket
+# A real py4j client against a socket that accepts each connection and closes it: py4j logs
+# ``Exception while sending command.`` with a stack trace on the root logger and answers "x".
+DROPPED_CONNECTION = """
+import logging, socket, sys, threading
+from py4j.clientserver import logger as clientserver_logger
+from py4j.java_gateway import GatewayClient, GatewayParameters
+from neardup_spark.cli.app import configure_logging
+configure_logging(sys.argv[1] == "verbose")
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+def serve():
+    while True:
+        conn, _ = server.accept()
+        conn.recv(1024)
+        conn.close()
+threading.Thread(target=serve, daemon=True).start()
+client = GatewayClient(gateway_parameters=GatewayParameters(port=server.getsockname()[1]))
+assert client.send_command("c\\no0\\ntoString\\ne\\n") == "x"
+clientserver_logger.error("an error py4j logs on its own logger")
+logging.getLogger("neardup_spark.cli").warning("our own line")
+"""
 
-    from py4j.java_gateway import GatewayClient, GatewayParameters
 
-    from neardup_spark.runtime import console
-
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:  # closed: the test is over
-                return
-            conn.recv(1024)
-            conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    client = GatewayClient(gateway_parameters=GatewayParameters(port=server.getsockname()[1]))
-
-    def py4j_records(verbose: bool) -> list[str]:
-        console.configure(verbose)
-        caplog.clear()
-        with caplog.at_level(logging.INFO):
-            assert client.send_command("c\no0\ntoString\ne\n") == "x"  # py4j's error answer
-        return [r.getMessage() for r in caplog.records if "sending command" in r.getMessage()]
-
-    try:
-        assert py4j_records(verbose=True)  # the scenario is real: py4j does log it
-        assert py4j_records(verbose=False) == []
-        assert py4j_records(verbose=True)  # -v: back
-    finally:
-        console.configure(True)  # the Python API's and the suite's default
-        server.close()
+@pytest.mark.parametrize("verbose", [False, True])
+def test_py4j_tracebacks_of_a_dropped_jvm_connection_stay_off_the_console(verbose):
+    """When the JVM's connection drops under a py4j call (a thread still talking to the JVM as
+    a signal stops it), py4j logs a stack trace on the root logger (and errors on its own). The
+    command line's console leaves py4j's records out (the call fails, and the command says so
+    in its own line); ``-v`` keeps them."""
+    level = "verbose" if verbose else "quiet"
+    done = subprocess.run(
+        [sys.executable, "-c", DROPPED_CONNECTION, level], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "our own line" in done.stderr
+    py4j_lines = ("Exception while sending command.", "Traceback", "on its own logger")
+    assert [line in done.stderr for line in py4j_lines] == [verbose] * 3, done.stderr
