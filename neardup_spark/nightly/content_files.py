@@ -32,6 +32,9 @@ from neardup_spark.io.filesystem import join, pyarrow_filesystem
 from neardup_spark.kernels.exact_fingerprint import exact_fingerprints
 
 TEXT_BATCH_ROWS = 8
+# read_texts reads a whole texts file once the record batches it needs are this share of it
+# (1 in 4): one decompression call instead of thousands.
+_WHOLE_FILE_SHARE = 4
 # Texts taken into file order this many at a time (a multiple of TEXT_BATCH_ROWS).
 _TEXT_BLOCK_ROWS = 512 * TEXT_BATCH_ROWS
 KEYS_SUFFIX = ".keys.arrow"
@@ -212,23 +215,37 @@ def check_texts(path: str, fps: pa.Array, texts: pa.Array) -> None:
 
 
 def read_texts(path: str, rows: np.ndarray) -> tuple[np.ndarray, pa.Array]:
-    """The normalised texts at ``rows`` (sorted, distinct) of a part's texts file: ``(fps,
-    texts)``. Reads only the record batches holding them."""
-    fp_parts: list[pa.Array] = []
-    text_parts: list[pa.Array] = []
+    """The normalised texts at ``rows`` (sorted) of a part's texts file: ``(fps, texts)``.
+    Reads only the record batches holding them, each once, or the whole file when they are
+    most of it (compaction, a deep check); the texts are checked against their fingerprints in
+    one pass. Linear in the rows and batches read (each row's place is computed, not searched
+    for batch by batch)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if not len(rows):
+        return np.zeros(0, np.int64), pa.array([], pa.large_string())
     batches = rows // TEXT_BATCH_ROWS
     try:
         reader = pa.ipc.open_file(_open_input(path))
-        for batch_index in np.unique(batches):
-            batch = reader.get_batch(int(batch_index))
-            within = pa.array(rows[batches == batch_index] - batch_index * TEXT_BATCH_ROWS)
-            fp_parts.append(batch.column(FP).take(within))
-            text_parts.append(batch.column(TEXT).take(within))
-    except (pa.ArrowException, OSError) as exc:
+        wanted = np.unique(batches)
+        if len(wanted) * _WHOLE_FILE_SHARE >= reader.num_record_batches:
+            table = reader.read_all()
+            fp_column, text_column = table.column(FP), table.column(TEXT)
+            places = rows  # batches of TEXT_BATCH_ROWS rows: a row's place is its number
+        else:
+            read = [reader.get_batch(int(i)) for i in wanted]
+            # One array each (a take from a ChunkedArray of ~1,500 chunks took 0.3 s, 70 times
+            # the concatenation and a take from it)
+            fp_column = pa.concat_arrays([batch.column(FP) for batch in read])
+            text_column = pa.concat_arrays([batch.column(TEXT) for batch in read])
+            starts = np.cumsum([0] + [batch.num_rows for batch in read[:-1]])
+            places = starts[np.searchsorted(wanted, batches)] + rows - batches * TEXT_BATCH_ROWS
+        if isinstance(fp_column, pa.ChunkedArray):  # the whole file: one array each
+            fp_column, text_column = fp_column.combine_chunks(), text_column.combine_chunks()
+        whole = len(places) == len(fp_column) and np.array_equal(places, np.arange(len(places)))
+        take = None if whole else pa.array(places)
+        fps = fp_column if take is None else fp_column.take(take)
+        texts = text_column if take is None else text_column.take(take)
+    except (pa.ArrowException, OSError, IndexError) as exc:
         raise IndexDamaged(f"{path}: not a readable texts file ({exc})") from exc
-    for fps, texts in zip(fp_parts, text_parts, strict=True):
-        check_texts(path, fps, texts)
-    if not fp_parts:
-        return np.zeros(0, np.int64), pa.array([], pa.large_string())
-    fps = pa.concat_arrays(fp_parts).to_numpy()
-    return fps, pa.concat_arrays(text_parts)
+    check_texts(path, fps, texts)
+    return fps.to_numpy(), texts

@@ -190,3 +190,18 @@ def test_texts_of_one_part_are_fetched_by_every_task(spark, part):
         (int(fps[r]), texts[r].as_py()) for r in rows
     )
     assert len({r.task for r in fetched}) == spark.sparkContext.defaultParallelism == 2
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [[5], [0, 1, 2, 97], list(range(0, 100, 3)), list(range(100))],
+    ids=["one-batch", "few-batches", "most-batches", "whole-file"],
+)
+def test_texts_read_by_batch_or_whole_file_are_the_same(part, rows):
+    """A few record batches are read one by one, most of the file at once (compaction and the
+    deep check read whole parts): the same rows either way, each the text of its fingerprint."""
+    path, fps, _, texts, _ = part
+    rows = np.array(rows)
+    got_fps, got = read_texts(str(path) + TEXTS_SUFFIX, rows)
+    assert got_fps.tolist() == fps[rows].tolist()
+    assert got.to_pylist() == [texts[int(i)].as_py() for i in rows]
