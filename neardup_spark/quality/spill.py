@@ -29,9 +29,11 @@ def take_chunked(chunks: list[pa.Array], starts: np.ndarray, index: np.ndarray) 
     position of each chunk's first value)."""
     chunk_of = np.searchsorted(starts, index, side="right") - 1
     order = np.argsort(chunk_of, kind="stable")
+    # Each chunk's run of ``order`` (one slice each, not a scan of all of it per chunk)
+    chunk_ids, first, counts = np.unique(chunk_of[order], return_index=True, return_counts=True)
     parts = []
-    for c in np.unique(chunk_of):
-        sel = order[chunk_of[order] == c]
+    for c, begin, count in zip(chunk_ids, first, counts, strict=True):
+        sel = order[begin : begin + count]
         parts.append(chunks[c].take(pa.array(index[sel] - starts[c])))
     gathered = pa.concat_arrays(parts) if parts else pa.array([], type=pa.string())
     inverse = np.empty_like(order)
