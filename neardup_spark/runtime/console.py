@@ -56,6 +56,12 @@ def mute_jvm() -> None:
     _MUTED.set()
 
 
+def unmute_jvm() -> None:
+    """Copy the JVM's stderr again (a new JVM's: what :func:`mute_jvm` dropped belonged to a
+    command that has ended)."""
+    _MUTED.clear()
+
+
 _PY4J_DIR = f"{os.sep}py4j{os.sep}"
 
 
@@ -114,6 +120,7 @@ def filter_jvm_stderr() -> tuple[int, threading.Thread]:
     """Point this process's stderr (fd 2) at a pipe read by a filtering thread, so that a JVM
     started now inherits it; returns the real stderr's duplicate, to be put back with
     :func:`restore_stderr` once the JVM runs (the JVM and its Python workers keep the pipe)."""
+    unmute_jvm()  # muted, if at all, by an earlier command of this process
     read_end, write_end = os.pipe()
     real = os.dup(2)
     thread = threading.Thread(

@@ -21,7 +21,14 @@ import pytest
 from neardup_spark.cli.progress import Snapshot, StageProgress, clock, live_line, log_fields
 from neardup_spark.pipeline.reporting import StageTimer, running_stage
 from neardup_spark.quality.generate import generate_corpus
-from neardup_spark.runtime.console import NOISE, _copy_lines
+from neardup_spark.runtime.console import (
+    NOISE,
+    _copy_lines,
+    filter_jvm_stderr,
+    mute_jvm,
+    restore_stderr,
+    unmute_jvm,
+)
 from neardup_spark.runtime.faults import SLOW_BATCH_ENV
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,16 +45,43 @@ def test_the_filter_drops_only_the_known_noise():
         "java.lang.OutOfMemoryError: Java heap space",
     ]
     assert [bool(NOISE.match(line)) for line in lines] == [True] * 4 + [False] * 2
+    # As a new JVM's stderr is (filter_jvm_stderr): a test before this one in the process may
+    # have ended a command on an error, which mutes the JVM's stderr (found in a loaded run).
+    unmute_jvm()
+    copied = copied_lines("\n".join(lines) + "\nno newline at the end")
+    assert copied == [*lines[4:], "no newline at the end"]
+
+
+def copied_lines(text: str) -> list[str]:
+    """What the JVM stderr filter's copier passes on of ``text``."""
     read_end, write_end = os.pipe()
     out_read, out_write = os.pipe()
     copier = threading.Thread(target=_copy_lines, args=(read_end, out_write))
     copier.start()
-    os.write(write_end, ("\n".join(lines) + "\nno newline at the end").encode())
+    os.write(write_end, text.encode())
     os.close(write_end)
     copier.join(timeout=10)
     os.close(out_write)
     with open(out_read, encoding="utf-8") as copied:
-        assert copied.read().splitlines() == [*lines[4:], "no newline at the end"]
+        return copied.read().splitlines()
+
+
+def test_a_muted_jvm_stderr_is_dropped_until_a_new_jvm_unmutes_it(capfd):
+    """A command ending on an error it reports itself mutes what the JVM writes from then on;
+    the next JVM this process starts (its stderr filtered by filter_jvm_stderr, here fd 2 of
+    this process) is heard again."""
+    line = "26/12/01 19:31:49 ERROR Executor: Exception in task 0.0"
+    try:
+        mute_jvm()
+        assert copied_lines(line + "\n") == []
+        capfd.readouterr()
+        real, copier = filter_jvm_stderr()  # as a new session does, before its JVM starts
+        os.write(2, (line + "\n").encode())
+        restore_stderr(real)  # the pipe's last writer gone: the copier ends
+        copier.join(timeout=10)
+        assert capfd.readouterr().err.splitlines() == [line]
+    finally:
+        unmute_jvm()
 
 
 class FakeTracker:
