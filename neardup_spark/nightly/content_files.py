@@ -228,8 +228,8 @@ def read_texts(path: str, rows: np.ndarray) -> tuple[np.ndarray, pa.Array]:
         reader = pa.ipc.open_file(_open_input(path))
         wanted = np.unique(batches)
         if len(wanted) * _WHOLE_FILE_SHARE >= reader.num_record_batches:
-            table = reader.read_all()
-            fp_column, text_column = table.column(FP), table.column(TEXT)
+            table = reader.read_all().combine_chunks()
+            fp_column, text_column = table.column(FP).chunk(0), table.column(TEXT).chunk(0)
             places = rows  # batches of TEXT_BATCH_ROWS rows: a row's place is its number
         else:
             read = [reader.get_batch(int(i)) for i in wanted]
@@ -239,8 +239,6 @@ def read_texts(path: str, rows: np.ndarray) -> tuple[np.ndarray, pa.Array]:
             text_column = pa.concat_arrays([batch.column(TEXT) for batch in read])
             starts = np.cumsum([0] + [batch.num_rows for batch in read[:-1]])
             places = starts[np.searchsorted(wanted, batches)] + rows - batches * TEXT_BATCH_ROWS
-        if isinstance(fp_column, pa.ChunkedArray):  # the whole file: one array each
-            fp_column, text_column = fp_column.combine_chunks(), text_column.combine_chunks()
         whole = len(places) == len(fp_column) and np.array_equal(places, np.arange(len(places)))
         take = None if whole else pa.array(places)
         fps = fp_column if take is None else fp_column.take(take)
