@@ -160,6 +160,10 @@ class DedupeConfig:
     # candidates, verification, stable ids, the new segment) on the driver, after the full run's
     # per-document pass; larger batches run every step as Spark jobs. The answer is the same.
     nightly_driver_max_docs: int = 100_000
+    # Such a night reads the rows it needs of the index's narrow docs and pairs tables in the
+    # driver (filtered PyArrow scans) when a table has up to this many rows and the driver can
+    # read the index's files; else in Spark jobs. The answer is the same. 0: always Spark.
+    nightly_driver_scan_max_rows: int = 20_000_000
     # Runs of up to this many documents find their exact copies, candidates and verified pairs
     # on the driver after the per-document pass, not as Spark stages (pipeline/driver_pairs.py):
     # the same pairs, without each stage's fixed cost. 0: always as Spark stages.
@@ -238,6 +242,7 @@ class DedupeConfig:
         for name in (
             "components_single_task_max_edges",
             "nightly_driver_max_docs",
+            "nightly_driver_scan_max_rows",
             "driver_max_docs",
         ):
             value = getattr(self, name)

@@ -19,10 +19,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from neardup_spark.columns import DOC_ID
+from neardup_spark.nightly.index_scan import IndexTable
 from neardup_spark.nightly.store import WRITTEN
 from neardup_spark.pipeline.execution import maybe_broadcast
 from neardup_spark.runtime.engine import from_arrow
-from neardup_spark.runtime.spark_compat import to_arrow
 
 _LATEST = "latest"
 
@@ -53,22 +53,27 @@ def latest_rows(rows: DataFrame) -> DataFrame:
 
 
 def current_rows_collected(
-    rows: DataFrame,
+    rows: IndexTable,
     matching: Callable[[DataFrame], DataFrame],
-    still_matching: Callable[[pa.Table], pa.ChunkedArray],
+    where: pc.Expression,
     one_version: bool,
 ) -> pa.Table:
-    """:func:`current_rows` for a night on the driver, collected: the matching rows come back
-    (one job); unless every document has one row (``one_version``: the index has one ``docs``
-    segment), every version of the documents they name comes back too (a second job), whose
-    latest rows are kept where ``still_matching`` (the same filter, on Arrow) holds."""
-    matched = _distinct(to_arrow(matching(rows)))
+    """:func:`current_rows` for a night on the driver, collected: the rows where ``where``
+    holds (``matching`` is the same filter for a Spark scan: :class:`.IndexTable` reads them on
+    the driver or in Spark); unless every document has one row (``one_version``: the index has
+    one ``docs`` segment), every version of the documents they name comes back too (a second
+    read), whose latest rows are kept where ``where`` holds."""
+    matched = _distinct(rows.rows(matching, where))
     if one_version or not matched.num_rows:
         return matched
-    ids = pa.table({DOC_ID: pc.unique(matched.column(DOC_ID))})
-    wanted = maybe_broadcast(from_arrow(rows.sparkSession, ids), ids.num_rows)
-    latest = _latest(to_arrow(rows.join(wanted, DOC_ID, "left_semi")))
-    return latest.filter(still_matching(latest))
+    ids = pc.unique(matched.column(DOC_ID))
+
+    def named(frame: DataFrame) -> DataFrame:
+        wanted = from_arrow(frame.sparkSession, pa.table({DOC_ID: ids}))
+        return frame.join(maybe_broadcast(wanted, len(ids)), DOC_ID, "left_semi")
+
+    latest = _latest(rows.rows(named, pc.field(DOC_ID).isin(ids)))
+    return latest.filter(where)
 
 
 def _distinct(table: pa.Table) -> pa.Table:

@@ -1,9 +1,10 @@
 """A night on the driver: after the full run's per-document pass (Spark), a batch of up to
 ``nightly_driver_max_docs`` documents does its own work in this process, on Arrow tables, with
 the kernels and batch functions the Spark path runs in its tasks: its contents, their candidates,
-exact verification, stable cluster ids, the new segment. Spark scans what is index-sized (the
-contents keys, ``docs``, ``pairs``) and returns the few rows that concern the night, so a night
-costs a handful of Spark jobs, not one per step.
+exact verification, stable cluster ids, the new segment. Spark scans the contents keys and
+returns the few rows that concern the night; the rows of ``docs`` and ``pairs`` it needs come
+from filtered reads (:mod:`.index_scan`: in this process up to ``nightly_driver_scan_max_rows``
+rows, else Spark jobs), so a night costs a few Spark jobs, not one per step.
 
 Same results as the Spark path (:mod:`.steps`), tested on the same history."""
 
@@ -36,6 +37,7 @@ from neardup_spark.kernels.lsh import bucket_pairs
 from neardup_spark.nightly.content_files import TEXTS_SUFFIX, read_texts
 from neardup_spark.nightly.contents import KIND, KNOWN, MATCH, PART, ROW, probe_index
 from neardup_spark.nightly.docs import current_rows_collected
+from neardup_spark.nightly.index_scan import IndexTable
 from neardup_spark.nightly.stable_ids import (
     IS_OLD,
     LIVE_BEFORE,
@@ -46,7 +48,7 @@ from neardup_spark.nightly.stable_ids import (
     cluster_members,
 )
 from neardup_spark.nightly.steps import BatchContext, batch_documents
-from neardup_spark.nightly.store import BATCH, DOCS, FP_A, FP_B
+from neardup_spark.nightly.store import BATCH, DOCS, FP_A, FP_B, PAIRS
 from neardup_spark.pipeline.execution import maybe_broadcast
 from neardup_spark.runtime.engine import from_arrow
 from neardup_spark.runtime.spark_compat import to_arrow
@@ -236,34 +238,31 @@ def touched_on_driver(
     clusters the batch touches), with what the stable-id rule needs; the docs scans are Spark
     jobs returning the rows about the night."""
     new_members = _new_members(ctx, night)
-    rows = ctx.index.docs_rows()
-    if rows is None:
+    rows = IndexTable(ctx.index, DOCS, ctx.config.nightly_driver_scan_max_rows)
+    if rows.empty:
         return TouchedOnDriver(_history(new_members, None, None), 0)
-    spark = ctx.spark
     ids = night.docs.select([DOC_ID])
-    neighbour_fps = np.unique(
-        np.r_[
-            night.contents.column(EXACT_FP).to_numpy(),
-            edges.column(FP_A).to_numpy(),
-            edges.column(FP_B).to_numpy(),
-            _stored_neighbours(ctx, probed.known),
-        ]
-    )
-    ids_df = maybe_broadcast(from_arrow(spark, ids), ids.num_rows)
-    fps_array = pa.array(neighbour_fps, pa.int64())
-    fps_df = maybe_broadcast(from_arrow(spark, pa.table({EXACT_FP: fps_array})), len(neighbour_fps))
     new_ids = ids.column(DOC_ID).combine_chunks()
+    fps_array = pa.array(
+        np.unique(
+            np.r_[
+                night.contents.column(EXACT_FP).to_numpy(),
+                edges.column(FP_A).to_numpy(),
+                edges.column(FP_B).to_numpy(),
+                _stored_neighbours(ctx, probed.known),
+            ]
+        ),
+        pa.int64(),
+    )
     one_version = sum(1 for s in ctx.index.segments if s["rows"].get(DOCS)) <= 1
 
     def near_the_batch(docs: DataFrame) -> DataFrame:
-        by_id = docs.join(ids_df, DOC_ID, "left_semi")
-        return by_id.unionByName(docs.join(fps_df, EXACT_FP, "left_semi"))
+        by_id = docs.join(_keys_frame(ctx, DOC_ID, new_ids), DOC_ID, "left_semi")
+        by_fp = docs.join(_keys_frame(ctx, EXACT_FP, fps_array), EXACT_FP, "left_semi")
+        return by_id.unionByName(by_fp)
 
-    def still_near(table: pa.Table) -> pa.ChunkedArray:
-        by_id = pc.is_in(table.column(DOC_ID), new_ids)
-        return pc.or_(by_id, pc.is_in(table.column(EXACT_FP), fps_array))
-
-    nearby = current_rows_collected(rows, near_the_batch, still_near, one_version)
+    near = pc.field(DOC_ID).isin(new_ids) | pc.field(EXACT_FP).isin(fps_array)
+    nearby = current_rows_collected(rows, near_the_batch, near, one_version)
     is_new = pc.is_in(nearby.column(DOC_ID), new_ids)
     replaced = nearby.filter(is_new)
     with_text = nearby.filter(nearby.column(HAS_TEXT))
@@ -284,20 +283,22 @@ def touched_on_driver(
     members = new_members
     if len(touched):
         touched_ids = pa.array(touched, ids.schema.field(DOC_ID).type)
-        clusters = maybe_broadcast(
-            from_arrow(spark, pa.table({CLUSTER_ID: touched_ids})), len(touched)
-        )
 
         def in_touched(docs: DataFrame) -> DataFrame:
-            return docs.join(clusters, CLUSTER_ID, "left_semi").join(ids_df, DOC_ID, "left_anti")
+            clusters = _keys_frame(ctx, CLUSTER_ID, touched_ids)
+            by_cluster = docs.join(clusters, CLUSTER_ID, "left_semi")
+            return by_cluster.join(_keys_frame(ctx, DOC_ID, new_ids), DOC_ID, "left_anti")
 
-        def still_in_touched(table: pa.Table) -> pa.ChunkedArray:
-            in_cluster = pc.is_in(table.column(CLUSTER_ID), touched_ids)
-            return pc.and_(in_cluster, pc.invert(pc.is_in(table.column(DOC_ID), new_ids)))
-
-        old = current_rows_collected(rows, in_touched, still_in_touched, one_version)
+        old_member = pc.field(CLUSTER_ID).isin(touched_ids) & ~pc.field(DOC_ID).isin(new_ids)
+        old = current_rows_collected(rows, in_touched, old_member, one_version)
         members = pa.concat_tables([new_members, _old_members(old)])
     return TouchedOnDriver(_history(members, replaced, live_before), len(touched))
+
+
+def _keys_frame(ctx: BatchContext, column: str, keys: pa.Array) -> DataFrame:
+    """A one-column DataFrame of ``keys`` (broadcast when few) for a Spark scan's semi-join."""
+    frame = from_arrow(ctx.spark, pa.table({column: keys}))
+    return maybe_broadcast(frame, len(keys))
 
 
 def _new_members(ctx: BatchContext, night: Night) -> pa.Table:
@@ -352,15 +353,18 @@ def _history(
 
 def _stored_neighbours(ctx: BatchContext, known: np.ndarray) -> np.ndarray:
     """Ends of the stored edges incident to the batch contents the index holds."""
-    stored = ctx.index.pairs()
-    if stored is None or not len(known):
+    stored = IndexTable(ctx.index, PAIRS, ctx.config.nightly_driver_scan_max_rows)
+    if stored.empty or not len(known):
         return np.zeros(0, np.int64)
-    held = from_arrow(ctx.spark, pa.table({EXACT_FP: pa.array(known, pa.int64())}))
-    side = maybe_broadcast(held, len(known))
-    incident = stored.join(side.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi").unionByName(
-        stored.join(side.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
-    )
-    ends = to_arrow(incident.select(FP_A, FP_B))
+    held = pa.array(known, pa.int64())
+
+    def incident(pairs: DataFrame) -> DataFrame:
+        side = _keys_frame(ctx, EXACT_FP, held)
+        by_a = pairs.join(side.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
+        by_b = pairs.join(side.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
+        return by_a.unionByName(by_b).select(FP_A, FP_B)
+
+    ends = stored.rows(incident, pc.field(FP_A).isin(held) | pc.field(FP_B).isin(held))
     return np.r_[ends.column(FP_A).to_numpy(), ends.column(FP_B).to_numpy()]
 
 
@@ -368,19 +372,23 @@ def cluster_on_driver_night(
     ctx: BatchContext, touched: TouchedOnDriver, edges: pa.Table
 ) -> ClusterResult:
     """Stable ids of the members over the new edges and, when an old cluster is touched, the
-    stored edges between the members' contents (a Spark scan of ``pairs``)."""
+    stored edges between the members' contents (a filtered read of ``pairs``)."""
     all_edges = [edges]
-    stored = ctx.index.pairs()
-    if touched.n_clusters and stored is not None:
+    stored = IndexTable(ctx.index, PAIRS, ctx.config.nightly_driver_scan_max_rows)
+    if touched.n_clusters and not stored.empty:
         history = touched.history
-        member_fps = np.unique(history.filter(history.column(HAS_TEXT)).column(EXACT_FP).to_numpy())
-        wanted = maybe_broadcast(
-            from_arrow(ctx.spark, pa.table({EXACT_FP: pa.array(member_fps, pa.int64())})),
-            len(member_fps),
+        member_fps = pa.array(
+            np.unique(history.filter(history.column(HAS_TEXT)).column(EXACT_FP).to_numpy()),
+            pa.int64(),
         )
-        within = stored.join(wanted.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi").join(
-            wanted.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi"
-        )
-        all_edges.append(to_arrow(within.select(FP_A, FP_B, JACCARD, ESTIMATE)))
+
+        def within(pairs: DataFrame) -> DataFrame:
+            wanted = _keys_frame(ctx, EXACT_FP, member_fps)
+            by_a = pairs.join(wanted.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
+            by_both = by_a.join(wanted.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
+            return by_both.select(FP_A, FP_B, JACCARD, ESTIMATE)
+
+        both = pc.field(FP_A).isin(member_fps) & pc.field(FP_B).isin(member_fps)
+        all_edges.append(stored.rows(within, both).select([FP_A, FP_B, JACCARD, ESTIMATE]))
     joined = pa.concat_tables(all_edges, promote_options="permissive")
     return cluster_members(touched.history, joined)

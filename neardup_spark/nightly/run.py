@@ -21,8 +21,9 @@ A run checks the batch of new documents against everything indexed before, and a
    into OUTPUT as a full run's are.
 
 Steps 2-5 run on the driver, on Arrow tables with the same kernels, for a batch of up to
-``nightly_driver_max_docs`` documents (:mod:`.driver_run`: Spark only scans what is index-sized
-and returns the rows about the night); a larger batch runs them as Spark jobs
+``nightly_driver_max_docs`` documents (:mod:`.driver_run`: Spark scans the contents keys and
+returns the rows about the night, the docs and pairs rows come from :mod:`.index_scan`); a larger
+batch runs them as Spark jobs
 (:mod:`.spark_run`). Both give the same index and outputs (tested).
 
 Cluster ids follow the stable ``smallest_id`` rule of :mod:`neardup_spark.nightly.stable_ids`.

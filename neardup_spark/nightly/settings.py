@@ -23,6 +23,7 @@ NEUTRAL_SETTINGS = frozenset(
         "exact_first",
         "components_single_task_max_edges",
         "nightly_driver_max_docs",
+        "nightly_driver_scan_max_rows",
         "driver_max_docs",
         "index_check",
         "bucket_all_pairs_max",

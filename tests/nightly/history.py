@@ -122,6 +122,8 @@ KILL_TEST = "test_killed_run_leaves_the_index_and_outputs_intact"
 # runs on the driver by default).
 SPARK_PATH = {"nightly_driver_max_docs": 0}
 DISTRIBUTED = {**SPARK_PATH, "components_single_task_max_edges": 0}
+# A night on the driver that reads the index's docs and pairs rows with Spark jobs.
+SPARK_SCANS = {"nightly_driver_scan_max_rows": 0}
 
 
 # The run to kill: its own process and JVM. It starts early (the JVM starts while days 1 and 2
