@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import select
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -90,6 +92,11 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:
+        if not stdout_closed():
+            log.exception("the job failed")
+            return EXIT_FAILURE
+        return stdout_was_closed()
     except Exception as exc:
         damage = index_damage_in(exc)
         if damage is not None:
@@ -97,6 +104,32 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
             return EXIT_FAILURE
         log.exception("the job failed")
         return EXIT_FAILURE
+
+
+def stdout_closed() -> bool:
+    """Whether standard output is a pipe (or socket) whose reader has gone."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no file descriptor, no poll
+        return False
+
+
+def stdout_was_closed() -> int:
+    """The reader of standard output went away (``neardup ... | head``): say so in one line,
+    send what is left of the output nowhere (not a second error at exit), and exit as a
+    process ended by SIGPIPE would (141). Whatever ran before is committed or untouched, as
+    for any stop."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    print(
+        "error: standard output was closed (broken pipe); nothing more is printed, and what "
+        "the command committed stays committed",
+        file=sys.stderr,
+    )
+    return 128 + signal.SIGPIPE
 
 
 def stopped_by(signum: int) -> int:

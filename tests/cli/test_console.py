@@ -267,3 +267,35 @@ def test_py4j_tracebacks_of_a_dropped_jvm_connection_stay_off_the_console(verbos
     assert "our own line" in done.stderr
     py4j_lines = ("Exception while sending command.", "Traceback", "on its own logger")
     assert [line in done.stderr for line in py4j_lines] == [verbose] * 3, done.stderr
+
+
+def closed_stdout_run(*args: str) -> tuple[int, str]:
+    """``neardup ARGS`` in a process of its own whose standard output's reader is gone (as
+    ``neardup ... | head`` once head has exited): its exit code and stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neardup_spark", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    proc.stdout.close()  # type: ignore[union-attr]
+    _, stderr = proc.communicate(timeout=120)
+    return proc.returncode, stderr
+
+
+def test_a_closed_standard_output_ends_the_command_with_one_line_and_141():
+    """The reader of stdout went away before the command printed: no traceback, no "Exception
+    ignored" at exit; one ``error:`` line and the exit code of a process SIGPIPE ended. With
+    stdout open the same command prints and exits 0."""
+    args = ("fingerprint", "a text of a few words to sketch here", "--method", "minhash")
+    code, stderr = closed_stdout_run(*args)
+    assert code == 141, stderr
+    assert stderr.splitlines() == [
+        "error: standard output was closed (broken pipe); nothing more is printed, and what "
+        "the command committed stays committed"
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "neardup_spark", *args], cwd=REPO, capture_output=True, text=True
+    )
+    assert (done.returncode, done.stderr) == (0, "") and "sketch" in done.stdout
