@@ -36,26 +36,28 @@ class IndexTable:
     can, else from a Spark job."""
 
     def __init__(self, index: Index, table: str, max_driver_rows: int) -> None:
-        self.table = table
-        self.frame = index.docs_rows() if table == DOCS else index.pairs()
-        self.files = None if self.frame is None else _driver_files(index, table, max_driver_rows)
+        self.index, self.table = index, table
+        self.empty = not any(s["rows"].get(table, 0) > 0 for s in index.segments)
+        self.files = None if self.empty else _driver_files(index, table, max_driver_rows)
         string_ids = index.manifest is not None and index.manifest["id_type"] == "string"
         self.schema = _arrow_schema(table, pa.string() if string_ids else pa.int64())
-
-    @property
-    def empty(self) -> bool:
-        return self.frame is None
 
     @property
     def on_driver(self) -> bool:
         return self.files is not None
 
+    def frame(self) -> DataFrame:
+        """The table as a Spark DataFrame (made when a Spark job reads it: making one lists
+        its files in the JVM)."""
+        frame = self.index.docs_rows() if self.table == DOCS else self.index.pairs()
+        assert frame is not None, f"no {self.table} rows in the index"
+        return frame
+
     def rows(self, matching: SparkFilter, where: pc.Expression) -> pa.Table:
         """The rows where ``where`` holds; ``matching`` is the same condition as a Spark
         filter of the table's DataFrame (semi-joins on small key tables)."""
-        assert self.frame is not None, "no rows in the index"
         if self.files is None:
-            return to_arrow(matching(self.frame))
+            return to_arrow(matching(self.frame()))
         fs, _ = pyarrow_filesystem(self.files[0])
         paths = [pyarrow_filesystem(path)[1] for path in self.files]
         dataset = ds.dataset(paths, schema=self.schema, format="parquet", filesystem=fs)

@@ -36,7 +36,7 @@ def test_reads_in_this_process_give_the_spark_jobs_rows(spark, index, table):
     on_driver = IndexTable(index, table, table_rows(index, table))
     in_spark = IndexTable(index, table, table_rows(index, table) - 1)
     assert on_driver.on_driver and not in_spark.on_driver
-    every = in_spark.frame.collect()
+    every = in_spark.frame().collect()
     if table == DOCS:  # some ids, and the members of some clusters (several versions of some)
         column, keys = DOC_ID, pa.array(sorted({r[DOC_ID] for r in every})[::3])
         other, other_keys = CLUSTER_ID, pa.array(sorted({r[CLUSTER_ID] for r in every})[::5])
