@@ -10,6 +10,7 @@ Same results as the Spark path (:mod:`.steps`), tested on the same history."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,7 @@ from neardup_spark.runtime.engine import from_arrow
 from neardup_spark.runtime.spark_compat import to_arrow
 
 _SIDE_ROWS_PER_BATCH = 4096  # side rows scored at once (two per pair)
+_READ_THREADS = 4  # parts whose stored texts are read at once
 
 
 @dataclass
@@ -157,22 +159,32 @@ def candidates_on_driver(
 def texts_on_driver(ctx: BatchContext, fresh: pa.Table, stored: pa.Table) -> pa.Table:
     """Normalised texts of every candidate side: the new contents' from the input (their
     smallest documents' rows, normalised as the per-document pass does), the indexed ones'
-    from their parts (only the record batches holding them). Columns ``exact_fp``, ``text``."""
-    spark = ctx.spark
-    reps = from_arrow(spark, fresh.select([DOC_ID, EXACT_FP]))
-    rows = to_arrow(
-        batch_documents(ctx.df, ctx.config)
-        .join(maybe_broadcast(reps, fresh.num_rows), DOC_ID)
-        .select(EXACT_FP, TEXT)
-    )
-    normalize = normalized_texts_fn(ctx.config)
-    fp_parts = [rows.column(EXACT_FP).combine_chunks()]
-    text_parts = [normalize(rows.column(TEXT).combine_chunks()).cast(pa.large_string())]
-    for part in np.unique(stored.column(PART).to_numpy(zero_copy_only=False)):
-        wanted = stored.filter(pc.equal(stored.column(PART), part))
-        fps, texts = read_texts(str(part) + TEXTS_SUFFIX, np.sort(wanted.column(ROW).to_numpy()))
-        fp_parts.append(pa.array(fps, pa.int64()))
-        text_parts.append(texts.cast(pa.large_string()))
+    from their parts (only the record batches holding them). Columns ``exact_fp``, ``text``.
+    The parts are read by a few threads while Spark reads the input (decompression and the
+    fingerprint check run outside the GIL)."""
+    by_part = [
+        (
+            str(part),
+            np.sort(stored.filter(pc.equal(stored.column(PART), part)).column(ROW).to_numpy()),
+        )
+        for part in np.unique(stored.column(PART).to_numpy(zero_copy_only=False))
+    ]
+    with ThreadPoolExecutor(_READ_THREADS) as pool:
+        reads = [pool.submit(read_texts, part + TEXTS_SUFFIX, rows) for part, rows in by_part]
+        spark = ctx.spark
+        reps = from_arrow(spark, fresh.select([DOC_ID, EXACT_FP]))
+        rows = to_arrow(
+            batch_documents(ctx.df, ctx.config)
+            .join(maybe_broadcast(reps, fresh.num_rows), DOC_ID)
+            .select(EXACT_FP, TEXT)
+        )
+        normalize = normalized_texts_fn(ctx.config)
+        fp_parts = [rows.column(EXACT_FP).combine_chunks()]
+        text_parts = [normalize(rows.column(TEXT).combine_chunks()).cast(pa.large_string())]
+        for read in reads:  # in part order: the same table whatever finishes first
+            fps, texts = read.result()
+            fp_parts.append(pa.array(fps, pa.int64()))
+            text_parts.append(texts.cast(pa.large_string()))
     return pa.table(
         {EXACT_FP: pa.chunked_array(fp_parts, pa.int64()), TEXT: pa.chunked_array(text_parts)}
     )
