@@ -247,8 +247,8 @@ def touched_on_driver(
     ctx: BatchContext, night: Night, probed: Probed, edges: pa.Table
 ) -> TouchedOnDriver:
     """The members whose cluster may change (the new documents and the live members of the old
-    clusters the batch touches), with what the stable-id rule needs; the docs scans are Spark
-    jobs returning the rows about the night."""
+    clusters the batch touches), with what the stable-id rule needs; the rows about the night
+    come from filtered reads of ``docs`` (:class:`.IndexTable`: in this process, or Spark jobs)."""
     new_members = _new_members(ctx, night)
     rows = IndexTable(ctx.index, DOCS, ctx.config.nightly_driver_scan_max_rows)
     if rows.empty:
