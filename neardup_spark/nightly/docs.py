@@ -19,10 +19,9 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from neardup_spark.columns import DOC_ID
-from neardup_spark.nightly.index_scan import IndexTable
+from neardup_spark.nightly.index_scan import IndexTable, keys_frame
 from neardup_spark.nightly.store import WRITTEN
 from neardup_spark.pipeline.execution import maybe_broadcast
-from neardup_spark.runtime.engine import from_arrow
 
 _LATEST = "latest"
 
@@ -69,8 +68,7 @@ def current_rows_collected(
     ids = pc.unique(matched.column(DOC_ID))
 
     def named(frame: DataFrame) -> DataFrame:
-        wanted = from_arrow(frame.sparkSession, pa.table({DOC_ID: ids}))
-        return frame.join(maybe_broadcast(wanted, len(ids)), DOC_ID, "left_semi")
+        return frame.join(keys_frame(frame.sparkSession, DOC_ID, ids), DOC_ID, "left_semi")
 
     latest = _latest(rows.rows(named, pc.field(DOC_ID).isin(ids)))
     return latest.filter(where)

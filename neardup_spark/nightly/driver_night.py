@@ -38,7 +38,7 @@ from neardup_spark.kernels.lsh import bucket_pairs
 from neardup_spark.nightly.content_files import TEXTS_SUFFIX, read_texts
 from neardup_spark.nightly.contents import KIND, KNOWN, MATCH, PART, ROW, probe_index
 from neardup_spark.nightly.docs import current_rows_collected
-from neardup_spark.nightly.index_scan import IndexTable
+from neardup_spark.nightly.index_scan import IndexTable, keys_frame
 from neardup_spark.nightly.stable_ids import (
     IS_OLD,
     LIVE_BEFORE,
@@ -253,8 +253,7 @@ def touched_on_driver(
     rows = IndexTable(ctx.index, DOCS, ctx.config.nightly_driver_scan_max_rows)
     if rows.empty:
         return TouchedOnDriver(_history(new_members, None, None), 0)
-    ids = night.docs.select([DOC_ID])
-    new_ids = ids.column(DOC_ID).combine_chunks()
+    new_ids = night.docs.column(DOC_ID).combine_chunks()
     fps_array = pa.array(
         np.unique(
             np.r_[
@@ -269,8 +268,8 @@ def touched_on_driver(
     one_version = sum(1 for s in ctx.index.segments if s["rows"].get(DOCS)) <= 1
 
     def near_the_batch(docs: DataFrame) -> DataFrame:
-        by_id = docs.join(_keys_frame(ctx, DOC_ID, new_ids), DOC_ID, "left_semi")
-        by_fp = docs.join(_keys_frame(ctx, EXACT_FP, fps_array), EXACT_FP, "left_semi")
+        by_id = docs.join(keys_frame(ctx.spark, DOC_ID, new_ids), DOC_ID, "left_semi")
+        by_fp = docs.join(keys_frame(ctx.spark, EXACT_FP, fps_array), EXACT_FP, "left_semi")
         return by_id.unionByName(by_fp)
 
     near = pc.field(DOC_ID).isin(new_ids) | pc.field(EXACT_FP).isin(fps_array)
@@ -294,23 +293,17 @@ def touched_on_driver(
     )
     members = new_members
     if len(touched):
-        touched_ids = pa.array(touched, ids.schema.field(DOC_ID).type)
+        touched_ids = pa.array(touched, new_ids.type)
 
         def in_touched(docs: DataFrame) -> DataFrame:
-            clusters = _keys_frame(ctx, CLUSTER_ID, touched_ids)
+            clusters = keys_frame(ctx.spark, CLUSTER_ID, touched_ids)
             by_cluster = docs.join(clusters, CLUSTER_ID, "left_semi")
-            return by_cluster.join(_keys_frame(ctx, DOC_ID, new_ids), DOC_ID, "left_anti")
+            return by_cluster.join(keys_frame(ctx.spark, DOC_ID, new_ids), DOC_ID, "left_anti")
 
         old_member = pc.field(CLUSTER_ID).isin(touched_ids) & ~pc.field(DOC_ID).isin(new_ids)
         old = current_rows_collected(rows, in_touched, old_member, one_version)
         members = pa.concat_tables([new_members, _old_members(old)])
     return TouchedOnDriver(_history(members, replaced, live_before), len(touched))
-
-
-def _keys_frame(ctx: BatchContext, column: str, keys: pa.Array) -> DataFrame:
-    """A one-column DataFrame of ``keys`` (broadcast when few) for a Spark scan's semi-join."""
-    frame = from_arrow(ctx.spark, pa.table({column: keys}))
-    return maybe_broadcast(frame, len(keys))
 
 
 def _new_members(ctx: BatchContext, night: Night) -> pa.Table:
@@ -371,7 +364,7 @@ def _stored_neighbours(ctx: BatchContext, known: np.ndarray) -> np.ndarray:
     held = pa.array(known, pa.int64())
 
     def incident(pairs: DataFrame) -> DataFrame:
-        side = _keys_frame(ctx, EXACT_FP, held)
+        side = keys_frame(ctx.spark, EXACT_FP, held)
         by_a = pairs.join(side.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
         by_b = pairs.join(side.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
         return by_a.unionByName(by_b).select(FP_A, FP_B)
@@ -395,7 +388,7 @@ def cluster_on_driver_night(
         )
 
         def within(pairs: DataFrame) -> DataFrame:
-            wanted = _keys_frame(ctx, EXACT_FP, member_fps)
+            wanted = keys_frame(ctx.spark, EXACT_FP, member_fps)
             by_a = pairs.join(wanted.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
             by_both = by_a.join(wanted.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
             return by_both.select(FP_A, FP_B, JACCARD, ESTIMATE)

@@ -19,12 +19,20 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 
-from neardup_spark.columns import CLUSTER_ID, DOC_ID, ESTIMATE, EXACT_FP, HAS_TEXT, JACCARD
 from neardup_spark.io.filesystem import join, pyarrow_filesystem
 from neardup_spark.nightly.integrity import FILES, SEGMENTS_DIR, is_data_file
-from neardup_spark.nightly.store import BATCH, DOCS, FP_A, FP_B, WRITTEN, Index
+from neardup_spark.nightly.store import (
+    DOCS,
+    PAIRS_SCHEMA,
+    Index,
+    docs_schema,
+    id_type_from_name,
+)
+from neardup_spark.pipeline.execution import maybe_broadcast
+from neardup_spark.runtime.engine import from_arrow
 from neardup_spark.runtime.spark_compat import to_arrow
 
 SparkFilter = Callable[[DataFrame], DataFrame]
@@ -39,8 +47,10 @@ class IndexTable:
         self.index, self.table = index, table
         self.empty = not any(s["rows"].get(table, 0) > 0 for s in index.segments)
         self.files = None if self.empty else _driver_files(index, table, max_driver_rows)
-        string_ids = index.manifest is not None and index.manifest["id_type"] == "string"
-        self.schema = _arrow_schema(table, pa.string() if string_ids else pa.int64())
+        id_type = index.manifest["id_type"] if index.manifest is not None else "bigint"
+        spark_schema = docs_schema(id_type_from_name(id_type)) if table == DOCS else PAIRS_SCHEMA
+        # Read as the store declares them, whatever nullability a file's writer marked.
+        self.schema = pa.schema(f.with_nullable(True) for f in to_arrow_schema(spark_schema))
 
     @property
     def on_driver(self) -> bool:
@@ -85,15 +95,7 @@ def _driver_files(index: Index, table: str, max_rows: int) -> list[str] | None:
     return files or None
 
 
-def _arrow_schema(table: str, id_type: pa.DataType) -> pa.Schema:
-    """The table's columns as the Spark schemas of :mod:`.store` declare them (read as such,
-    whatever nullability a file's writer marked)."""
-    if table == DOCS:
-        columns = [
-            (DOC_ID, id_type), (HAS_TEXT, pa.bool_()), (EXACT_FP, pa.int64()),
-            (CLUSTER_ID, id_type), (BATCH, pa.int32()), (WRITTEN, pa.int32()),
-        ]  # fmt: skip
-    else:
-        columns = [(FP_A, pa.int64()), (FP_B, pa.int64()), (JACCARD, pa.float64()),
-                   (ESTIMATE, pa.float64())]  # fmt: skip
-    return pa.schema(columns)
+def keys_frame(spark: SparkSession, column: str, keys: pa.Array) -> DataFrame:
+    """A one-column DataFrame of ``keys`` (broadcast when few): the right side of a Spark
+    read's semi-join."""
+    return maybe_broadcast(from_arrow(spark, pa.table({column: keys})), len(keys))
