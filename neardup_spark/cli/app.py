@@ -92,12 +92,9 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except BrokenPipeError:
-        if not stdout_closed():
-            log.exception("the job failed")
-            return EXIT_FAILURE
-        return stdout_was_closed()
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and stdout_closed():
+            return stdout_was_closed()
         damage = index_damage_in(exc)
         if damage is not None:
             print(f"error: {damage}", file=sys.stderr)
