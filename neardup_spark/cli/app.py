@@ -82,7 +82,11 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
     try:
         with handle_signals():
             try:
-                return func(args)
+                code = func(args)
+                # A pipe's output waits in Python's buffer: written here, a reader that has
+                # gone is this command's broken pipe (below), not an error at exit (exit 120).
+                sys.stdout.flush()
+                return code
             except Exception:
                 if received() is not None:  # the job a signal cancelled failed first
                     raise Interrupted(received() or signal.SIGINT) from None

@@ -55,7 +55,10 @@ from neardup_spark.runtime.engine import from_arrow
 from neardup_spark.runtime.spark_compat import to_arrow
 
 _SIDE_ROWS_PER_BATCH = 4096  # side rows scored at once (two per pair)
-_READ_THREADS = 4  # parts whose stored texts are read at once
+# Parts whose stored texts are read at once. A read may hold a whole part's texts decompressed
+# (read_texts: when a quarter of its batches are wanted) before it keeps its rows: two bound the
+# driver's peak at twice a serial read's, and overlap the input's Spark read as well as four.
+_READ_THREADS = 2
 
 
 @dataclass

@@ -269,7 +269,7 @@ def test_py4j_tracebacks_of_a_dropped_jvm_connection_stay_off_the_console(verbos
     assert [line in done.stderr for line in py4j_lines] == [verbose] * 3, done.stderr
 
 
-def closed_stdout_run(*args: str) -> tuple[int, str]:
+def closed_stdout_run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     """``neardup ARGS`` in a process of its own whose standard output's reader is gone (as
     ``neardup ... | head`` once head has exited): its exit code and stderr."""
     proc = subprocess.Popen(
@@ -278,18 +278,25 @@ def closed_stdout_run(*args: str) -> tuple[int, str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     proc.stdout.close()  # type: ignore[union-attr]
     _, stderr = proc.communicate(timeout=120)
     return proc.returncode, stderr
 
 
-def test_a_closed_standard_output_ends_the_command_with_one_line_and_141():
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_a_closed_standard_output_ends_the_command_with_one_line_and_141(buffered):
     """The reader of stdout went away before the command printed: no traceback, no "Exception
     ignored" at exit; one ``error:`` line and the exit code of a process SIGPIPE ended. With
-    stdout open the same command prints and exits 0."""
+    stdout open the same command prints and exits 0. Buffered (Python's default for a pipe),
+    the few lines printed would reach the pipe only at exit (exit 120 there), so the command
+    flushes them itself; unbuffered (PYTHONUNBUFFERED), each print meets the closed pipe."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
     args = ("fingerprint", "a text of a few words to sketch here", "--method", "minhash")
-    code, stderr = closed_stdout_run(*args)
+    code, stderr = closed_stdout_run(*args, env=env)
     assert code == 141, stderr
     assert stderr.splitlines() == [
         "error: standard output was closed (broken pipe); nothing more is printed, and what "
