@@ -107,6 +107,16 @@ def _pid_namespace() -> str:
         return ""
 
 
+def _boot_id() -> str:
+    """This boot of this machine (Linux; ``""`` elsewhere): two machines may share a host name
+    (an unset one: ``localhost``) and, outside containers, the pid namespace's id."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
 @dataclass(frozen=True)
 class Holder:
     """Who holds (or asks for) a lock: the content of ``_lock``."""
@@ -119,6 +129,7 @@ class Holder:
     pid_namespace: str
     pid_start: str
     started_at: str
+    boot_id: str = ""  # "" in the lock files of versions before it
 
     @classmethod
     def this_process(cls, purpose: str) -> Holder:
@@ -131,6 +142,7 @@ class Holder:
             pid_namespace=_pid_namespace(),
             pid_start=_process_start(os.getpid()),
             started_at=_now_iso(),
+            boot_id=_boot_id(),
         )
 
     @classmethod
@@ -139,7 +151,7 @@ class Holder:
         can still be judged stale by its (absent) heartbeat."""
         try:
             data = json.loads(text)
-            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
         except (ValueError, TypeError, KeyError):
             digest = hashlib.sha256(text.encode()).hexdigest()[:16]
             return cls(f"unreadable-{digest}", "?", "?", "?", -1, "", "", "?")
@@ -158,6 +170,8 @@ class Holder:
         belongs to another process); False when it lives or cannot be told from here."""
         here = socket.gethostname(), _pid_namespace()
         if (self.host, self.pid_namespace) != here or self.pid <= 0:
+            return False
+        if self.boot_id and self.boot_id != _boot_id():  # another machine of the same name
             return False
         try:
             os.kill(self.pid, 0)
@@ -199,11 +213,17 @@ class Lease:
         self.storage.replace_text(self.heartbeat_path, json.dumps(beat) + "\n")
 
     def _heartbeat(self) -> None:
+        taken = False
         while not self._stop.wait(self._every):
             try:
+                # Not held at one look may be a waiter's break attempt that put the lock back
+                # (_break_stale): beat again once it is; the run itself checks before it writes.
                 if not self.held():
-                    log.error("the lock on %s was taken over by another run", self.directory)
-                    return
+                    if not taken:
+                        log.error("the lock on %s was taken over by another run", self.directory)
+                    taken = True
+                    continue
+                taken = False
                 self._beat()
             except Exception as exc:  # a storage hiccup: try again at the next beat
                 log.warning("lock heartbeat on %s failed: %s", self.directory, exc)

@@ -168,12 +168,26 @@ def version_number(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def logged_versions(storage: Storage, root: str) -> list[int]:
+    """The version numbers of the commit log's entries, ascending."""
+    found = (_COMMIT_ENTRY.match(entry) for entry in storage.list(join(root, COMMITS_DIR)))
+    return sorted(int(match.group(1)) for match in found if match)
+
+
 def committed_name(storage: Storage, root: str) -> str | None:
     """The committed version's name: ``CURRENT``'s, rolled forward along the commit log (a run
-    killed after its log entry, before replacing ``CURRENT``, has committed); None: none yet."""
+    killed after its log entry, before replacing ``CURRENT``, has committed); None: none yet.
+
+    Without ``CURRENT`` (never written: a first commit's run killed before it, or lost: a
+    replace that deletes before it renames, on object stores), the log's newest entry: its
+    oldest entries go with old versions (:meth:`Index.collect_garbage`), so counting from
+    version 1 would find nothing and take a committed index for a new one."""
     pointer = storage.read_text(join(root, CURRENT_FILE))
     name = pointer.strip() if pointer is not None else None
     number = version_number(name) if name is not None else 0
+    if pointer is None:
+        logged = logged_versions(storage, root)
+        number = logged[-1] - 1 if logged else 0
     while number is not None:
         entry = storage.read_text(commit_entry_path(root, number + 1))
         if entry is None:
@@ -190,12 +204,14 @@ def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
     """
     name = committed_name(storage, root)
     if name is None:
-        foreign = [e for e in storage.list(root) if not _is_index_entry(e) and e != CURRENT_FILE]
+        entries = storage.list(root)
+        foreign = [e for e in entries if not _is_index_entry(e) and e != CURRENT_FILE]
         if foreign:
             raise UserError(
                 f"index directory {root} exists but is not a neardup index (it holds "
                 f"{', '.join(foreign[:5])}); choose an empty or new directory"
             )
+        check_no_lost_versions(root, entries)
         return None
     text = storage.read_text(join(root, name, MANIFEST_FILE))
     if text is None:
@@ -221,6 +237,22 @@ def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
             "'Compacting and rebuilding the index'); nothing was changed."
         )
     return manifest
+
+
+def check_no_lost_versions(root: str, entries: list[str]) -> None:
+    """Refuse (:class:`IndexDamaged`) to take for a new index a directory with neither
+    ``CURRENT`` nor a commit log entry that holds versions beyond the first: an index written
+    before the log existed whose ``CURRENT`` is gone. A new index would delete them all as
+    debris. (A lone first version is what a first run killed before its commit leaves.)"""
+    numbers = [version_number(entry) for entry in entries]
+    newest = max((n for n in numbers if n is not None), default=0)
+    if newest > 1:
+        raise IndexDamaged(
+            f"index {root}: versions up to v{newest:06d} exist but neither {CURRENT_FILE} nor "
+            f"{COMMITS_DIR}/ names a committed one; nothing was changed. Restore {CURRENT_FILE} "
+            "from a copy of the index, or write the newest complete version's directory name "
+            f"into {root}/{CURRENT_FILE}"
+        )
 
 
 @dataclass
@@ -411,9 +443,13 @@ class Index:
         last ``keep``, segments and batch results only they used. Returns the deleted paths.
 
         Call it holding the index's lease: it would delete a concurrent writer's fresh
-        segment. Log entries go with the versions older than every kept one (and than the
-        version ``CURRENT`` names, from which readers roll forward).
+        segment. The lease is checked before each deletion (:class:`LeaseLost` once another
+        run broke it: this run stalled past the stale limit, and its manifest may not know that
+        run's new files). Log entries go with the versions older than every kept one (and than
+        the version ``CURRENT`` names, from which readers roll forward).
         """
+        if self.lease is not None:
+            self.lease.check()
         kept_manifests = self._kept_manifests(keep)
         kept_versions = {m["name"] for m in kept_manifests}
         kept_segments = {s["name"] for m in kept_manifests for s in m["segments"]}
@@ -424,6 +460,8 @@ class Index:
         deleted: list[str] = []
 
         def drop(path: str) -> None:
+            if self.lease is not None:
+                self.lease.check()
             self.storage.delete(path)
             deleted.append(path)
 

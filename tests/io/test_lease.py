@@ -188,6 +188,38 @@ def test_a_reused_pid_does_not_keep_a_lock_alive():
     assert not foreign_holder("t").is_gone()  # another host: judged by heartbeat only
 
 
+def test_a_dead_pid_on_another_machine_of_the_same_name_is_not_taken_for_gone():
+    """Two machines may share a host name (an unset one) and, outside containers, the pid
+    namespace's id: the boot id tells them apart. A lock file of an older version (no boot id)
+    is judged by host and namespace, as before."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    here = Holder.this_process("x")
+    assert here.boot_id  # Linux
+    gone_here = Holder(**{**here.__dict__, "pid": int(dead.stdout), "pid_start": ""})
+    assert gone_here.is_gone()
+    assert not Holder(**{**gone_here.__dict__, "boot_id": "another-machine"}).is_gone()
+    older = {k: v for k, v in json.loads(gone_here.to_text()).items() if k != "boot_id"}
+    assert Holder.from_text(json.dumps(older)).is_gone()
+
+
+def test_a_lock_put_back_by_a_waiter_keeps_its_holders_heartbeat(tmp_path):
+    """A waiter that judged the lock stale moves it aside and puts it back when it turns out to
+    be alive (_break_stale): the holder's heartbeat, which saw no lock meanwhile, goes on."""
+    storage, root = LocalStorage(), tmp_path / "index"
+    lease = acquire(storage, str(root), "night", heartbeat_seconds=0.05)
+    beats = root / f"{HEARTBEAT_PREFIX}{lease.holder.token}"
+    (root / LOCK_FILE).rename(root / "aside")
+    time.sleep(0.3)  # several beats find no lock
+    (root / "aside").rename(root / LOCK_FILE)
+    before = json.loads(beats.read_text())["beats"]
+    wait_for(
+        lambda: json.loads(beats.read_text())["beats"] > before, "a beat after the lock is back"
+    )
+    lease.check()
+    lease.release()
+
+
 def test_the_lock_file_names_the_command_without_its_secrets():
     assert doctest.testmod(lease_module).failed == 0
     line = lease_module.command_line(["neardup", "dedupe", "--set", "spark.x.password=pw", "a=b"])

@@ -4,11 +4,13 @@ a directory that is not an index), without Spark."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
-from neardup_spark.errors import UserError
+from neardup_spark.errors import IndexDamaged, UserError
 from neardup_spark.io.filesystem import LocalStorage
+from neardup_spark.io.lease import Holder, LeaseLost, acquire
 from neardup_spark.nightly.store import (
     COMMITS_DIR,
     FORMAT,
@@ -112,3 +114,56 @@ def test_old_log_entries_go_with_their_versions(tmp_path):
     index.collect_garbage(keep=2)
     assert sorted(p.name for p in (tmp_path / COMMITS_DIR).iterdir()) == ["v000004", "v000005"]
     assert sorted(p.name for p in tmp_path.glob("v*")) == ["v000004-0004", "v000005-0005"]
+
+
+def test_a_lost_current_after_old_log_entries_went_still_finds_the_committed_version(tmp_path):
+    """CURRENT gone (a replace that deletes before it renames, killed between the two) once the
+    first log entries went with their versions: the log's newest entry is the committed
+    version, not "no index yet" (whose next commit's clean-up would delete every version)."""
+    storage, root = LocalStorage(), str(tmp_path)
+    index = Index(None, root, storage, None)  # type: ignore[arg-type]
+    previous = None
+    for number in range(1, 6):
+        manifest = version(number, f"{number:04x}", previous=previous)
+        index.commit(manifest, run=f"night{number}")
+        previous = manifest["name"]
+    index.collect_garbage(keep=2)
+    (tmp_path / "CURRENT").unlink()
+    assert read_manifest(storage, root)["name"] == "v000005-0005"
+    opened = Index.open(None, root)  # type: ignore[arg-type]
+    assert opened.version == 5
+    assert (tmp_path / "CURRENT").read_text() == "v000005-0005\n"  # brought back
+
+
+def test_versions_without_current_or_log_are_refused_not_taken_for_a_new_index(tmp_path):
+    """An index from before the commit log whose CURRENT is gone: nothing names its committed
+    version, and a new index would delete them all as debris. A first version alone is what a
+    first run killed before its commit leaves: a new index, which collects it."""
+    for number in (1, 2, 3):
+        name = f"v{number:06d}-abc{number}"
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text(json.dumps(version(number, f"abc{number}")))
+    with pytest.raises(IndexDamaged, match="versions up to v000003 exist") as refused:
+        read_manifest(LocalStorage(), str(tmp_path))
+    assert "nothing was changed" in str(refused.value)
+    for number in (2, 3):
+        shutil.rmtree(tmp_path / f"v{number:06d}-abc{number}")
+    assert read_manifest(LocalStorage(), str(tmp_path)) is None
+
+
+def test_garbage_collection_stops_once_the_lease_was_broken(tmp_path):
+    """A run that stalled past the stale limit lost its lease to another run, whose fresh
+    segment its own manifest does not know: its clean-up stops (LeaseLost) before deleting."""
+    storage, root = LocalStorage(), str(tmp_path)
+    Index(None, root, storage, None).commit(version(1, "aaaa"), run="night1")  # type: ignore[arg-type]
+    stalled = Index(None, root, storage, version(1, "aaaa"))  # type: ignore[arg-type]
+    stalled.lease = acquire(storage, root, "nightly run", timeout=5)
+    try:
+        (tmp_path / "_lock").write_text(Holder.this_process("another night").to_text())
+        fresh = tmp_path / "segments" / "s000002-other"
+        fresh.mkdir(parents=True)
+        with pytest.raises(LeaseLost):
+            stalled.collect_garbage()
+        assert fresh.is_dir()
+    finally:
+        stalled.lease.release()
