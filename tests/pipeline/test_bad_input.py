@@ -65,7 +65,11 @@ def test_binary_text_is_decoded_with_replacement(spark, tmp_path, typed):
     dedup = ds.dataset(str(tmp_path / "out" / "deduplicated")).to_table()
     assert dedup.schema.field("text").type == getattr(pa, typed)()  # rows kept as they were
     kept = dict(
-        zip(dedup.column("id").to_pylist(), dedup.column("text").cast(pa.binary()).to_pylist())
+        zip(
+            dedup.column("id").to_pylist(),
+            dedup.column("text").cast(pa.binary()).to_pylist(),
+            strict=True,
+        )
     )
     assert kept == {"a": base, "c": b"caf\xe9 au lait"}
 
