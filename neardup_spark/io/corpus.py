@@ -26,6 +26,7 @@ from neardup_spark.columns import DOC_ID, TEXT
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import LocalStorage, basename, glob_status, visible_files
 from neardup_spark.io.formats import (
+    check_csv_headers,
     check_format,
     format_reader,
     guess_format,
@@ -196,6 +197,8 @@ def read_other_format(
             f"{zstd} is zstd-compressed, which Spark {spark.version} cannot read (Spark 4.1 and "
             "newer can); decompress it (zstd -d) or recompress it with gzip"
         )
+    if fmt == "csv":
+        check_csv_headers(files, path)
     footers = read_footers(files, fmt) if fmt == "orc" else []
     bad = unreadable(footers)
     if bad and not skip_corrupt:

@@ -13,12 +13,17 @@ reads it. Outputs are always Parquet.
 
 from __future__ import annotations
 
+import bz2
+import csv
+import gzip
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import IO
 
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 from neardup_spark.errors import UserError
+from neardup_spark.io.paths import is_local_path, local_path
 from neardup_spark.runtime.spark_compat import version_tuple
 
 INPUT_FORMATS = ("parquet", "json", "orc", "csv")
@@ -134,6 +139,52 @@ READS = {
     ),
     "orc": TextFormatRead({}, flags_malformed=False),
 }
+
+
+_HEADER_CODECS = (".gz", ".gzip", ".bz2")  # what csv_header decompresses (the standard library)
+
+
+def _open_text(name: str, suffix: str | None) -> IO[str]:
+    if suffix in (".gz", ".gzip"):
+        return gzip.open(name, "rt", encoding="utf-8", errors="replace", newline="")
+    if suffix == ".bz2":
+        return bz2.open(name, "rt", encoding="utf-8", errors="replace", newline="")
+    return open(name, encoding="utf-8", errors="replace", newline="")
+
+
+def csv_header(path: str) -> list[str] | None:
+    """The header row of a local CSV file (plain, gzip or bzip2), as Spark's reader splits it;
+    None when it cannot be told here (another codec, an empty or unreadable file: Spark reports
+    those)."""
+    name = local_path(path)
+    suffix = next((s for s in _HEADER_CODECS if name.lower().endswith(s)), None)
+    if suffix is None and name.lower().endswith(COMPRESSION_SUFFIXES):
+        return None
+    try:
+        with _open_text(name, suffix) as handle:
+            return next(csv.reader(handle), None)
+    except (OSError, EOFError, csv.Error):
+        return None
+
+
+def check_csv_headers(files: list[str], shown: str) -> None:
+    """Refuse (:class:`UserError`) local CSV files whose header rows differ: Spark names the
+    columns by the first file's header and reads every other file by position, so a file with
+    its columns in another order would give its texts as ids (and its ids as texts) without a
+    word."""
+    headers = [(f, csv_header(f)) for f in files if is_local_path(f)]
+    known = [(f, h) for f, h in headers if h is not None]
+    if not known:
+        return
+    first_file, first = known[0]
+    other = next(((f, h) for f, h in known[1:] if h != first), None)
+    if other is not None:
+        raise UserError(
+            f"the CSV files under {shown} have different header rows: {first_file} has "
+            f"{first}, {other[0]} has {other[1]}; Spark would read the second by the first's "
+            "column positions. Give every file the same columns in the same order, or read "
+            "them separately"
+        )
 
 
 def format_reader(spark: SparkSession, fmt: str, skip_corrupt: bool) -> DataFrameReader:

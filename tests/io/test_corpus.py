@@ -100,6 +100,31 @@ def test_csv_orc_and_a_catalog_table(spark, twins, tmp_path):
         read_corpus(spark, CorpusSource(table="no_such_table"))
 
 
+def test_csv_files_with_other_header_rows_are_refused_not_read_by_position(spark, tmp_path):
+    """Spark names CSV columns by the first file's header and reads the others by position: a
+    file with its columns in another order would give texts as ids. Refused before any Spark
+    job, plain and gzipped alike; files with the same header (an unnamed first column, as
+    pandas writes its index) are read."""
+    import gzip
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.csv").write_text(',id,text\n0,1,"one, two"\n')
+    with gzip.open(tmp_path / "c" / "b.csv.gz", "wt") as handle:
+        handle.write(',id,text\n0,2,"three\nfour"\n')
+    df, _ = read_corpus(spark, str(tmp_path / "c"))
+    assert sorted((r["id"], r["text"]) for r in df.collect()) == [
+        (1, "one, two"),
+        (2, "three\nfour"),
+    ]
+    (tmp_path / "c" / "z.csv").write_text('text,id\n"five six",3\n')
+    with pytest.raises(
+        UserError,
+        match=r"different header rows: .*a\.csv has \['', 'id', 'text'\], "
+        r".*z\.csv has \['text', 'id'\]",
+    ):
+        read_corpus(spark, str(tmp_path / "c"))
+
+
 def test_unreadable_files_and_malformed_records(spark, tmp_path):
     rows = pa.table({"id": ["a", "b"], "text": ["one two", "three four"]})
     (tmp_path / "j").mkdir()
