@@ -46,6 +46,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from neardup_spark import __version__
 from neardup_spark.config import DedupeConfig
 from neardup_spark.io.corpus import CorpusSource, input_files
+from neardup_spark.io.filesystem import basename
 from neardup_spark.io.output import STAGING_DIR, OutputDir
 from neardup_spark.runtime.faults import pause_if_asked
 
@@ -55,6 +56,7 @@ log = logging.getLogger(__name__)
 STAGES = ("sketch", "exact", "candidates", "verify", "components")
 STAGES_DIR = "stages"
 RUN_FILE = "run.json"
+KEPT_FILES = "files"  # a marker's record of its stage's data files and their sizes
 DIGEST_CHARS = 16  # of each of the two hashes in a run id
 
 
@@ -125,7 +127,24 @@ class StagedResults(StageResults):
     def _finished(self, stage: str) -> dict[str, Any] | None:
         if not self._staged.exists(self._marker(stage)):
             return None
-        marker = self._staged.read_json(self._marker(stage))
+        marker = readable_json(self._staged, self._marker(stage))
+        if marker is None:
+            log.warning("stage %s: done again, its marker is cut off or not JSON", stage)
+            return None
+        recorded = marker.get(KEPT_FILES) or {}
+        changed = [
+            f"{where}/{name}"
+            for where, files in sorted(recorded.items())
+            for name in _changed_files(files, self._data_files(where))
+        ]
+        if changed:
+            log.warning(
+                "stage %s: done again, %d of its kept files are missing or resized (%s)",
+                stage,
+                len(changed),
+                ", ".join(changed[:3]),
+            )
+            return None
         # Outputs staged with the stage (pairs/ with components) may have been moved into
         # OUTPUT by a commit that was killed half way: then the stage is done again.
         missing = [name for name in marker.get("staged", []) if not self._staged.exists(name)]
@@ -152,8 +171,34 @@ class StagedResults(StageResults):
         return self.load(stage), _as_counts(observed.get)
 
     def finish(self, stage: str, marker: dict[str, Any]) -> None:
-        self._staged.write_json(self._marker(stage), {"stage": stage, **marker})
+        # The data files of the stage's result and of the outputs staged with it, and their
+        # sizes: what a rerun checks before it reads them back (a file deleted or cut off by a
+        # clean-up or a copy, or a commit killed half way through moving pairs/ on an object
+        # store, would otherwise lose rows without a word).
+        kept = [self._result(stage), *marker.get("staged", [])]
+        files = {where: self._data_files(where) for where in kept}
+        self._staged.write_json(self._marker(stage), {"stage": stage, **marker, KEPT_FILES: files})
         pause_if_asked(f"after_{stage}")
+
+    def _data_files(self, where: str) -> dict[str, int]:
+        """The data files under ``where`` (relative to the run's staging) and their sizes."""
+        found = self._staged.storage.walk_files(self._staged.child(where))
+        names = ((basename(f.path), f.size) for f in found if not f.is_dir)
+        return {name: size for name, size in names if not name.startswith(("_", "."))}
+
+
+def _changed_files(recorded: dict[str, int], now: dict[str, int]) -> list[str]:
+    """The recorded files missing or of another size now."""
+    return sorted(name for name, size in recorded.items() if now.get(name) != size)
+
+
+def readable_json(staged: OutputDir, name: str) -> dict[str, Any] | None:
+    """A marker's or ``run.json``'s object; None when the file is cut off or not JSON (they
+    are not written atomically: a full disk or a dying client can leave a part)."""
+    try:
+        return staged.read_json(name)
+    except (ValueError, TypeError):
+        return None
 
 
 @dataclass
@@ -205,12 +250,15 @@ def plan_run(
     staging = OutputDir(spark, out.child(STAGING_DIR), out.layout)
     reasons = []
     for entry in sorted(staging.entries()):
-        if entry == run_id and resume:
-            continue
         earlier = out.staging(entry)
-        reasons.append(
-            _why_afresh(entry, run_id, earlier.read_json(RUN_FILE), files, config_digest)
-        )
+        run_file = readable_json(earlier, RUN_FILE)
+        if entry == run_id and resume and run_file is not None:
+            continue
+        if run_file is None:
+            why = f"the unfinished run {entry} is not resumed: its {RUN_FILE} is cut off"
+            reasons.append(why)
+        else:
+            reasons.append(_why_afresh(entry, run_id, run_file, files, config_digest))
         log.warning("starting afresh: %s", reasons[-1])
         staging.delete(entry)
     staged = out.staging(run_id)

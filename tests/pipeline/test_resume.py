@@ -194,3 +194,60 @@ def test_the_nightly_benchs_timed_full_runs_start_afresh(spark, corpus, tmp_path
     assert staged_markers(out) == ["candidates", "exact", "sketch"]
     report = full_run(spark, str(corpus), str(out), config())
     assert report["resumed_stages"] == [] and "sketch" in report["stage_seconds"]
+
+
+def test_a_kept_stage_with_a_file_gone_or_cut_off_is_done_again(
+    spark, corpus, uninterrupted, tmp_path, monkeypatch
+):
+    """A kept result's files are checked against its marker before they are read back: one
+    deleted (a clean-up) or cut off (a copy), and half of pairs/ moved out by a commit killed
+    on an object store (whose directory rename moves file by file), make their stages be done
+    again, with the uninterrupted run's outputs, instead of losing rows."""
+    whole, whole_report = uninterrupted
+    out = tmp_path / "out"
+    with monkeypatch.context() as patched:
+        crash_after(patched, "components")
+        with pytest.raises(Crash):
+            run(spark, str(corpus), str(out), config())
+    (run_dir,) = (out / "_staging").iterdir()
+    sketch_files = sorted((run_dir / "stages" / "sketch").glob("part-*"))
+    sketch_files[0].unlink()
+    verify_file = sorted((run_dir / "stages" / "verify").glob("part-*"))[0]
+    verify_file.write_bytes(verify_file.read_bytes()[:100])
+    (out / "pairs").mkdir()
+    moved = sorted((run_dir / "pairs").glob("part-*"))[0]
+    moved.rename(out / "pairs" / moved.name)
+    report = run(spark, str(corpus), str(out), config())
+    assert report["resumed_stages"] == ["exact", "candidates"]
+    assert report["counts"] == whole_report["counts"]
+    for name in OUTPUTS:
+        assert table_of(out / name) == table_of(whole / name), name
+
+
+def test_a_cut_off_run_file_or_marker_is_not_resumed_and_stops_nothing(
+    spark, corpus, uninterrupted, tmp_path, monkeypatch
+):
+    """run.json and the markers are not written atomically (a full disk, a dying client): a
+    cut-off one makes the rerun start afresh or do its stage again, not fail on every rerun."""
+    whole, _ = uninterrupted
+    out = tmp_path / "out"
+    with monkeypatch.context() as patched:
+        crash_after(patched, "exact")
+        with pytest.raises(Crash):
+            run(spark, str(corpus), str(out), config())
+    (run_dir,) = (out / "_staging").iterdir()
+    (run_dir / "stages" / "exact.json").write_text('{"stage": "ex')
+    report = run(spark, str(corpus), str(out), config())
+    assert report["resumed_stages"] == ["sketch"]
+    with monkeypatch.context() as patched:
+        crash_after(patched, "sketch")
+        with pytest.raises(Crash):
+            run(spark, str(corpus), str(tmp_path / "again"), config())
+    (run_dir,) = (tmp_path / "again" / "_staging").iterdir()
+    (run_dir / "run.json").write_text("")
+    report = run(spark, str(corpus), str(tmp_path / "again"), config())
+    assert report["resumed_stages"] == []
+    (why,) = report["resume"]["started_afresh"]
+    assert "run.json is cut off" in why
+    for name in OUTPUTS:
+        assert table_of(tmp_path / "again" / name) == table_of(whole / name), name
