@@ -8,8 +8,8 @@ Two strategies, chosen by the number of edges (known from the verification count
 * above it, distributed alternating large-star / small-star (Kiveris, Lattanzi, Mirrokni,
   Rastogi, Vassilvitskii 2014), O(log^2 n) rounds. Each round keeps the edge set as ``(a, b)``
   with ``a < b``; it ends when every component is a star around its smallest id (no node is both
-  the smaller end of one edge and the larger end of another). Lineage is cut every round by a
-  checkpoint.
+  the smaller end of one edge and the larger end of another, and no node the larger end of two).
+  Lineage is cut every round by a checkpoint.
 
 Either way the edge list stays on the executors; nothing is collected to the driver.
 """
@@ -73,9 +73,15 @@ def small_star(edges: DataFrame) -> DataFrame:
 
 
 def _is_forest_of_stars(edges: DataFrame) -> bool:
-    """True when no node is a leaf (``doc_b``) of one edge and a centre (``doc_a``) of another."""
-    leaves = edges.select(F.col(DOC_B).alias(DOC_A)).distinct()
-    return edges.select(DOC_A).join(leaves, DOC_A, "left_semi").limit(1).count() == 0
+    """True when every component is a star around its smallest id: no node is a leaf
+    (``doc_b``) of one edge and a centre (``doc_a``) of another, and no leaf has two centres
+    (edges ``1-3`` and ``2-3`` pass the first test alone: node 3 would get two labels and its
+    component two clusters). One Spark job. Input: distinct edges ``doc_a < doc_b``."""
+    centres_per_leaf = edges.groupBy(DOC_B).agg(F.count(F.lit(1)).alias(_MIN))
+    two_centres = centres_per_leaf.where(F.col(_MIN) > 1).select(F.col(DOC_B).alias(DOC_A))
+    leaves = centres_per_leaf.select(F.col(DOC_B).alias(DOC_A))
+    also_centre = edges.select(DOC_A).join(leaves, DOC_A, "left_semi")
+    return two_centres.unionByName(also_centre).limit(1).count() == 0
 
 
 def _labels_in_one_task(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -39,6 +39,7 @@ from neardup_spark.columns import (
 )
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
+from neardup_spark.stages.clusters import nan_as_null
 from neardup_spark.stages.documents import documents_schema
 
 # Columns the cleaning pass adds for the run's counts (observed, then dropped).
@@ -89,8 +90,9 @@ def unit_documents(df: DataFrame, config: DedupeConfig) -> DataFrame:
     columns = [F.col(config.id_col).alias(DOC_ID), F.col(config.text_col).alias(TEXT)]
     if options.group_col:
         columns.append(F.col(options.group_col).cast("string").alias(GROUP))
-    columns += [
-        F.col(name).alias(_prefer_name(i)) for i, (name, _) in enumerate(options.prefer_order)
+    columns += [  # NaN as null: a missing score ranks last, not first (clusters.nan_as_null)
+        nan_as_null(df, name).alias(_prefer_name(i))
+        for i, (name, _) in enumerate(options.prefer_order)
     ]
     return df.select(*columns)
 

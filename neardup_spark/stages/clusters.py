@@ -65,7 +65,8 @@ def preferred_representatives(
     (every document; ``broadcast_labels``: the labels are small enough to be broadcast to it).
     Output columns: ``doc_id``, ``cluster_id``.
     """
-    order = [F.col(c).desc_nulls_last() if desc else F.col(c).asc_nulls_last() for c, desc in keys]
+    values = [(nan_as_null(ranking, c), desc) for c, desc in keys]
+    order = [v.desc_nulls_last() if desc else v.asc_nulls_last() for v, desc in values]
     first = Window.partitionBy(COMPONENT).orderBy(*order, F.col(DOC_ID).asc())
 
     def transform(labels: DataFrame) -> DataFrame:
@@ -75,6 +76,16 @@ def preferred_representatives(
         return labels.join(best, COMPONENT).select(DOC_ID, CLUSTER_ID)
 
     return transform
+
+
+def nan_as_null(frame: DataFrame, name: str) -> Column:
+    """Column ``name`` of ``frame`` with NaN as null, to order by: Spark orders NaN above every
+    number, so a score missing as NaN (CSV's "NaN", a failed division) would rank first under
+    ``desc``; as null it ranks last in either direction, as a missing score should."""
+    column = F.col(name)
+    if isinstance(frame.schema[name].dataType, (T.FloatType, T.DoubleType)):
+        return F.when(F.isnan(column), F.lit(None)).otherwise(column)
+    return column
 
 
 def cluster_table(members: DataFrame) -> Callable[[DataFrame], DataFrame]:

@@ -32,11 +32,18 @@ def union_find_components(edges):
 
 
 @pytest.mark.parametrize("single_task_max", [0, 10_000], ids=["distributed", "single_task"])
-@pytest.mark.parametrize("shape", ["chain", "random", "stars"])
+@pytest.mark.parametrize("shape", ["chain", "random", "stars", "two-centres", "zigzag"])
 def test_connected_components_match_union_find(spark, shape, single_task_max):
+    """``two-centres`` (3's smaller neighbours 1 and 2, no larger one) and ``zigzag`` pass the
+    "no node both a leaf and a centre" test as they are, or after a round: stopped there, node
+    3 had two labels and its component two clusters."""
     rng = random.Random(7)
     if shape == "chain":  # a long path: the worst case for label propagation
         edges = [(i + 1, i) for i in range(60)]
+    elif shape == "two-centres":
+        edges = [(1, 3), (2, 3)]
+    elif shape == "zigzag":
+        edges = [(1, 6), (6, 4), (4, 3), (3, 2)]
     elif shape == "stars":
         edges = [(0, i) for i in range(1, 50)] + [(100, i) for i in range(101, 140)]
     else:

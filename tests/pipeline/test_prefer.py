@@ -4,6 +4,8 @@ first document by the input's columns, nulls last, ties to the smallest id; ``cl
 
 from __future__ import annotations
 
+import math
+
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -21,9 +23,13 @@ N_DOCS = 300
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """A generated corpus with planted duplicates and the columns a user keeps by: a quality
-    score (ties, nulls), a tier (few values) and a fetch date."""
+    score (ties, nulls, and NaN: a missing score as CSV's "NaN" gives it, which ranks as a
+    null, not above every number as Spark orders it), a tier (few values) and a fetch date."""
     table, _ = generate_corpus(N_DOCS, seed=9, mean_words=40)
-    quality = [None if i % 11 == 0 else round((i * 37 % 100) / 100, 1) for i in range(N_DOCS)]
+    quality = [
+        None if i % 11 == 0 else math.nan if i % 7 == 0 else round((i * 37 % 100) / 100, 1)
+        for i in range(N_DOCS)
+    ]
     tier = [None if i % 13 == 0 else i * 7 % 3 for i in range(N_DOCS)]
     table = table.append_column("quality", pa.array(quality, pa.float64()))
     table = table.append_column("tier", pa.array(tier, pa.int32()))
@@ -45,6 +51,8 @@ def best_by(rows: list[dict], keys: list[tuple[str, bool]]) -> str:
         parts: list = []
         for name, desc in keys:
             value = row[name]
+            if value is not None and value != value:  # NaN: missing, as null
+                value = None
             parts += [value is None, 0 if value is None else (-value if desc else value)]
         return (*parts, row["id"])
 
