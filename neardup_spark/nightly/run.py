@@ -248,12 +248,15 @@ def index_and_publish(
     assert source.path is not None  # checked by run_incremental
     out = OutputDir(spark, output)
     with timer.stage("read"):
+        # The batch's id from a file list taken before Spark lists the input to read it: a
+        # file landing in between is read but not in the id, so the next night that sees it
+        # is another batch; the other way round it would count as committed, never indexed.
+        inputs = input_files(spark, source.path)
+        run_id = make_run_id(inputs, config)
         df, skipped = read_corpus(
             spark, source, config.skip_corrupt, (config.id_col, config.text_col)
         )
         check_columns(df, config.id_col, config.text_col)
-        inputs = input_files(spark, source.path)
-        run_id = make_run_id(inputs, config)
     id_type = "string" if isinstance(df.schema[config.id_col].dataType, T.StringType) else "bigint"
     index.check_id_type(id_type)
     batch = index.batch(run_id)

@@ -21,6 +21,7 @@ from neardup_spark.io.corpus import (
     check_columns,
     check_paths_apart,
     files_read,
+    input_files,
     preference_table,
     read_corpus,
 )
@@ -194,13 +195,17 @@ def run_locked(
     if tables is not None:
         tables.check(spark)
     workers_started = start_python_workers(spark)
+    # The run id's file list is taken before Spark lists the input to read it: a file that
+    # lands in between is then read but not in the id, so a rerun that sees it gets another id
+    # and starts afresh; the other way round, a resumed run would reuse stages without it.
+    with timer.stage("input_digest"):
+        files = input_files(spark, source.path) if source.path is not None else []
     with timer.stage("read"):
         df, skipped_files = read_corpus(
             spark, source, config.skip_corrupt, (config.id_col, config.text_col)
         )
         check_columns(df, config.id_col, config.text_col)
-    with timer.stage("input_digest"):
-        plan = plan_run(spark, out, source, config, resume)
+    plan = plan_run(spark, out, source, config, resume, files)
     staged = plan.staged
     staged.delete(CHECKPOINT_DIR)  # a killed run's; the components stage checkpoints afresh
     result = dedupe(

@@ -237,12 +237,15 @@ def plan_run(
     source: CorpusSource,
     config: DedupeConfig,
     resume: bool = True,
+    files: list[dict[str, Any]] | None = None,
 ) -> RunPlan:
     """The run id of ``source`` under ``config``, and its staging directory: kept when an
     earlier run of the same id left it (and ``resume``), else new. Staging directories of
     other runs are removed, with the reason logged and returned for the report. A catalog
-    table (``--input-table``) has no files to digest: its runs always start afresh."""
-    files = input_files(spark, source.path) if source.path is not None else []
+    table (``--input-table``) has no files to digest: its runs always start afresh. ``files``:
+    :func:`~neardup_spark.io.corpus.input_files` of the input when the caller listed it."""
+    if files is None:
+        files = input_files(spark, source.path) if source.path is not None else []
     input_digest, config_digest = input_sha256(files), config_sha256(config)
     if source.path is None:
         input_digest = uuid.uuid4().hex  # nothing tells a rerun it reads the same rows
