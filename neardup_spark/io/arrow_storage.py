@@ -132,7 +132,23 @@ class ArrowStorage(TextOnBytes):
     def rename(self, src: str, dst: str) -> None:
         if self.exists(dst):
             raise FileExistsError(f"cannot rename {src} to {dst}: it exists")
-        self._fs.move(self._inner(src), self._inner(dst))
+        directory = self._info(src).type == pafs.FileType.Directory
+        if directory and self._scheme not in ("hdfs", "viewfs"):
+            self._move_tree(src, dst)
+        else:
+            self._fs.move(self._inner(src), self._inner(dst))
+
+    def _move_tree(self, src: str, dst: str) -> None:
+        """A directory on an object store (which has none to rename: PyArrow's move copies one
+        object): every file copied, then the source deleted, so a failure part way leaves the
+        source whole (a commit's staged output is then still there for the rerun)."""
+        source, target = self._inner(src).rstrip("/"), self._inner(dst).rstrip("/")
+        selector = pafs.FileSelector(source, recursive=True)
+        files = [i.path for i in self._fs.get_file_info(selector) if i.type == pafs.FileType.File]
+        self._fs.create_dir(target, recursive=True)
+        for path in files:
+            self._fs.copy_file(path, target + path[len(source) :])
+        self._fs.delete_dir(source)
 
     def delete(self, path: str) -> None:
         info = self._info(path)

@@ -87,6 +87,16 @@ def test_s3_storage_files(s3_endpoint):
     storage.rename(f"{root}/a/b.txt", f"{root}/e.txt")
     with pytest.raises(FileExistsError):
         storage.rename(f"{root}/a/c/d.bin", f"{root}/e.txt")
+    # A directory (a commit moves staged tables so): PyArrow's S3 move copies one object only.
+    storage.write_bytes(f"{root}/t/part-0.parquet", b"0")
+    storage.write_bytes(f"{root}/t/sub/part-1.parquet", b"11")
+    storage.rename(f"{root}/t", f"{root}/moved")
+    assert [(s.path, s.size) for s in storage.walk_files(f"{root}/moved")] == [
+        (f"{root}/moved/part-0.parquet", 1),
+        (f"{root}/moved/sub/part-1.parquet", 2),
+    ]
+    assert not storage.exists(f"{root}/t")
+    storage.delete(f"{root}/moved")
     storage.delete(f"{root}/a")
     assert storage.list(root) == ["e.txt"] and not storage.exists(f"{root}/a/c/d.bin")
 
