@@ -228,6 +228,11 @@ def record_row(record: Any, options: IngestOptions) -> dict[str, Any]:
         row["raw_bytes"] = int(record.content_length)
         return row
     data = record.reader.read()
+    if len(data) < record.content_length:  # FastWARC ends a cut-off gzip member quietly
+        raise EOFError(
+            f"the record is cut off: {len(data)} of its {record.content_length} bytes (the "
+            "file ends inside it)"
+        )
     if is_http:
         data, failed = undo_content_encoding(
             data,

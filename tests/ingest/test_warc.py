@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import random
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -46,6 +47,42 @@ def test_file_rows_never_raise(warc_inputs, tmp_path):
     assert any(r.get("text") for r in rows)
     assert all(r["file_index"] == 3 for r in rows)
     assert [r["record_index"] for r in rows] == list(range(len(rows)))
+
+
+@pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
+def test_a_record_the_file_ends_inside_is_a_record_error(tmp_path, compress):
+    """A file cut inside a record (a transfer stopped part way): FastWARC ends a cut gzip
+    member without an error and gives the bytes it got; the record is a ``record_error``
+    saying so, not a document of part of its page or an empty payload."""
+    from tests.ingest.conftest import html_response, page, write_warc
+
+    rng = random.Random(5)  # words that do not compress away: a cut lands in the page
+    words = ["".join(rng.choice("abcdefghij") for _ in range(7)) for _ in range(300)]
+    bodies = [page(f"article {i} " + " ".join(rng.sample(words, 200))).encode() for i in range(3)]
+    whole = write_warc(
+        tmp_path / ("w.warc.gz" if compress else "w.warc"),
+        [html_response(f"r{i}", body) for i, body in enumerate(bodies)],
+        compress,
+    )
+    data = whole.read_bytes()
+    raw = gzip.decompress(data) if compress else data
+    middle = raw.index(b"article 1 ") + 200  # inside the second record's page
+    if compress:  # one gzip member a record (warcio): cut the second member part way
+        members, start = [], 0
+        for record_end in (raw.index(b"WARC/1", 10), raw.index(b"WARC/1", raw.index(b"article 1"))):
+            members.append(raw[start:record_end])
+            start = record_end
+        second = gzip.compress(members[1])
+        cut = gzip.compress(members[0]) + second[: len(second) * 2 // 3]
+    else:
+        cut = raw[:middle]
+    path = tmp_path / ("cut.warc.gz" if compress else "cut.warc")
+    path.write_bytes(cut)
+    rows = list(file_rows(str(path), 0, IngestOptions()))
+    assert [r.get("skip_reason") for r in rows[:1]] == [None]  # the first record, whole
+    second = next(r for r in rows if r.get("id") == "<urn:uuid:r1>")
+    assert second["skip_reason"] == "record_error" and "cut off" in second["detail"], second
+    assert not any(r.get("text") and "article 1 " in r["text"] for r in rows)
 
 
 def test_file_rows_skip_reasons(warc_inputs):
