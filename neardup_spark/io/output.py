@@ -176,12 +176,24 @@ class OutputDir:
         staged: OutputDir,
         manifest: dict[str, Any] | None,
         on_cleared: Callable[[], None] | None = None,
+        required: tuple[str, ...] = (),
     ) -> None:
         """Replace OUTPUT's contents by the staged run: ``_SUCCESS`` goes first and comes back
         last, so a reader (or a rerun) never takes a half-replaced OUTPUT for a finished one.
-        Under :meth:`locked`, a lease broken meanwhile stops it before anything changes."""
+        Under :meth:`locked`, a lease broken meanwhile stops it before anything changes, and
+        so does a ``required`` staged table this process cannot see (Spark wrote it where
+        this process does not look: a Spark Connect server's own disk, another working
+        directory), a :class:`UserError` rather than a finished OUTPUT without it."""
         if self.lease is not None:
             self.lease.check()
+        missing = [name for name in required if not staged.exists(name)]
+        if missing:
+            raise UserError(
+                f"the run's {', '.join(m + '/' for m in missing)} written by Spark under "
+                f"{staged.path} cannot be seen from this process; OUTPUT was not changed. Over "
+                "Spark Connect, give an OUTPUT that the client and the server both see at the "
+                "same path (an absolute path on a shared file system, or an object store)"
+            )
         if self.exists(SUCCESS_MARKER):
             self.delete(SUCCESS_MARKER)
         for name in (*self.layout.committed, self.layout.manifest, *self.layout.extra):

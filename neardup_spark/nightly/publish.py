@@ -72,5 +72,5 @@ def publish_batch(
         "committed_at": batch["committed_at"],
         "counts": batch["counts"],
     }
-    out.commit(staged, manifest)
+    out.commit(staged, manifest, required=("clusters", "pairs", CHANGED_CLUSTERS, "deduplicated"))
     return report

@@ -241,7 +241,8 @@ def run_locked(
     staged.write_json(REPORT_FILE, report)
     manifest = run_manifest(out, df, config, report)
     pause_if_asked("before_commit")
-    out.commit(staged, manifest, on_cleared=lambda: pause_if_asked("in_commit"))
+    written = ("clusters", "pairs", "deduplicated") if tables is None else ("pairs",)
+    out.commit(staged, manifest, on_cleared=lambda: pause_if_asked("in_commit"), required=written)
     return report
 
 
