@@ -161,12 +161,28 @@ def dechunk(data: bytes) -> bytes | None:
             return bytes(out)
 
 
+class PayloadTooLarge(ValueError):
+    """A body that decompresses to more than the payload limit (the record is ``too_large``)."""
+
+
+def _inflate(data: bytes, wbits: int, limit: int) -> tuple[bytes, bool]:
+    """``data`` decompressed up to ``limit`` bytes, and whether its stream ended (False: the
+    body was cut off). :class:`PayloadTooLarge` when more than ``limit`` would come out."""
+    stream = zlib.decompressobj(wbits=wbits)
+    out = stream.decompress(data, limit)
+    if stream.unconsumed_tail:
+        raise PayloadTooLarge(f"its body decompresses to more than {limit} bytes")
+    return out, stream.eof
+
+
 def undo_content_encoding(
     data: bytes, content_encoding: str | None, transfer_encoding: str | None, limit: int
 ) -> tuple[bytes, bool]:
     """Undo chunked transfer coding and gzip/deflate/br content coding, leniently: a body
     that is not actually encoded as its headers say (common in old crawls) is returned as is.
-    Returns the bytes (at most ``limit`` after decompression) and whether any decoding failed.
+    Returns the bytes and whether any decoding failed (a compressed body cut off counts: what
+    came out is kept). :class:`PayloadTooLarge` when a body decompresses to more than
+    ``limit`` bytes (decompression stops there: memory stays bounded).
     """
     failed = False
     if transfer_encoding and "chunked" in transfer_encoding.lower():
@@ -176,14 +192,20 @@ def undo_content_encoding(
     encoding = (content_encoding or "").lower()
     try:
         if data[:2] == b"\x1f\x8b":  # gzip, whether or not a header says so
-            data = zlib.decompressobj(wbits=47).decompress(data, limit)
+            data, ended = _inflate(data, 47, limit)
+            failed = not ended
         elif "deflate" in encoding:
             try:
-                data = zlib.decompressobj(wbits=15).decompress(data, limit)
+                data, ended = _inflate(data, 15, limit)
             except zlib.error:
-                data = zlib.decompressobj(wbits=-15).decompress(data, limit)
+                data, ended = _inflate(data, -15, limit)
+            failed = not ended
         elif encoding == "br" or encoding.endswith(",br") or encoding.endswith(", br"):
-            data = brotli.decompress(data)[:limit]
+            data = brotli.decompress(data)
+            if len(data) > limit:
+                raise PayloadTooLarge(f"its body decompresses to more than {limit} bytes")
+    except PayloadTooLarge:
+        raise
     except Exception:
         failed = True
     return data, failed

@@ -32,6 +32,7 @@ from fastwarc.warc import ArchiveIterator, WarcRecordType
 from neardup_spark.errors import UserError
 from neardup_spark.ingest.decode import (
     Decoded,
+    PayloadTooLarge,
     decode_text,
     decode_with,
     looks_binary,
@@ -234,12 +235,16 @@ def record_row(record: Any, options: IngestOptions) -> dict[str, Any]:
             "file ends inside it)"
         )
     if is_http:
-        data, failed = undo_content_encoding(
-            data,
-            record.http_headers.get("Content-Encoding"),
-            record.http_headers.get("Transfer-Encoding"),
-            options.max_payload_bytes,
-        )
+        try:
+            data, failed = undo_content_encoding(
+                data,
+                record.http_headers.get("Content-Encoding"),
+                record.http_headers.get("Transfer-Encoding"),
+                options.max_payload_bytes,
+            )
+        except PayloadTooLarge as exc:
+            row["skip_reason"], row["raw_bytes"], row["detail"] = TOO_LARGE, len(data), str(exc)
+            return row
         if failed:
             row["detail"] = "content decoding failed; the body is used as stored"
     row["raw_bytes"] = len(data)

@@ -6,8 +6,10 @@ import gzip
 import zlib
 
 import brotli
+import pytest
 
 from neardup_spark.ingest.decode import (
+    PayloadTooLarge,
     decode_text,
     decode_with,
     looks_binary,
@@ -73,6 +75,18 @@ def test_undo_content_encoding_is_lenient():
     assert undo_content_encoding(b"\x1f\x8bbroken", "gzip", None, 1 << 20)[1] is True
 
 
-def test_undo_content_encoding_stops_at_the_limit():
+def test_undo_content_encoding_stops_at_the_limit_and_says_so():
+    """A body decompressing past the limit is too large (decompression stops there), not a
+    page cut at the limit; a compressed body cut off is a decoding failure, what came out kept."""
     body = b"x" * 10_000
-    assert undo_content_encoding(gzip.compress(body), "gzip", None, 100)[0] == b"x" * 100
+    for coded, encoding in (
+        (gzip.compress(body), "gzip"),
+        (zlib.compress(body), "deflate"),
+        (brotli.compress(body), "br"),
+    ):
+        with pytest.raises(PayloadTooLarge, match="more than 100 bytes"):
+            undo_content_encoding(coded, encoding, None, 100)
+        assert undo_content_encoding(coded, encoding, None, 10_000) == (body, False)
+    page = b"<html>" + bytes(range(256)) * 40 + b"</html>"
+    cut, failed = undo_content_encoding(gzip.compress(page)[:-200], "gzip", None, 1 << 20)
+    assert failed and 0 < len(cut) < len(page) and page.startswith(cut)

@@ -133,3 +133,19 @@ def test_remote_files_are_listed_and_streamed(warc_inputs, monkeypatch):
     streamed, native = rows(files[0].path), rows(str(warc_inputs["first"]))
     assert streamed == native and len(native) == 12
     assert not any(r.get("skip_reason") in ("file_error", "record_error") for r in streamed)
+
+
+def test_a_body_that_decompresses_past_the_limit_is_too_large(tmp_path):
+    """The stored (compressed) body is under the payload limit, its page is not: the record is
+    ``too_large``, not a document of the page's first ``max_payload_bytes``."""
+    from tests.ingest.conftest import html_response, write_warc
+
+    page = b"<html><body><p>" + b"a page of words " * 2000 + b"</p></body></html>"
+    record = html_response(
+        "zipped", gzip.compress(page), extra_headers=[("Content-Encoding", "gzip")]
+    )
+    path = write_warc(tmp_path / "z.warc", [record], compress=False)
+    (row,) = list(file_rows(str(path), 0, IngestOptions(max_payload_bytes=8_000)))
+    assert row["skip_reason"] == "too_large" and "more than 8000 bytes" in row["detail"], row
+    (row,) = list(file_rows(str(path), 0, IngestOptions()))
+    assert row.get("skip_reason") is None and len(row["text"]) > 20_000
