@@ -48,7 +48,7 @@ from neardup_spark.nightly.stable_ids import (
     ClusterResult,
     cluster_members,
 )
-from neardup_spark.nightly.steps import BatchContext, batch_documents
+from neardup_spark.nightly.steps import BatchContext, batch_documents, needs_stored_edges
 from neardup_spark.nightly.store import BATCH, DOCS, FP_A, FP_B, PAIRS
 from neardup_spark.pipeline.execution import maybe_broadcast
 from neardup_spark.runtime.engine import from_arrow
@@ -379,11 +379,12 @@ def _stored_neighbours(ctx: BatchContext, known: np.ndarray) -> np.ndarray:
 def cluster_on_driver_night(
     ctx: BatchContext, touched: TouchedOnDriver, edges: pa.Table
 ) -> ClusterResult:
-    """Stable ids of the members over the new edges and, when an old cluster is touched, the
-    stored edges between the members' contents (a filtered read of ``pairs``)."""
+    """Stable ids of the members over the new edges and, when an old cluster is touched or a
+    content the index holds comes back, the stored edges between the members' contents (a
+    filtered read of ``pairs``)."""
     all_edges = [edges]
     stored = IndexTable(ctx.index, PAIRS, ctx.config.nightly_driver_scan_max_rows)
-    if touched.n_clusters and not stored.empty:
+    if needs_stored_edges(ctx, touched.n_clusters) and not stored.empty:
         history = touched.history
         member_fps = pa.array(
             np.unique(history.filter(history.column(HAS_TEXT)).column(EXACT_FP).to_numpy()),

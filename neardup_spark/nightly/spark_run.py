@@ -21,6 +21,7 @@ from neardup_spark.nightly.steps import (
     index_documents,
     keep,
     member_history,
+    needs_stored_edges,
     new_contents,
     probe_index_keys,
     touched_members,
@@ -48,9 +49,9 @@ def index_with_spark(ctx: BatchContext, features: DataFrame) -> IndexedNight:
 def cluster_touched(ctx: BatchContext, touched: Touched, edges: DataFrame) -> Clustered:
     """Stable-id clusters of the touched documents: on the driver up to
     ``components_single_task_max_edges`` members, else in distributed Spark jobs; the stored
-    edges come in only when an indexed cluster is touched."""
+    edges come in only when an indexed cluster is touched or an indexed content comes back."""
     history = member_history(touched, ctx.n_new)
-    stored = ctx.index.pairs() if touched.n_clusters else None
+    stored = ctx.index.pairs() if needs_stored_edges(ctx, touched.n_clusters) else None
     with ctx.timer.stage("components") as counted:
         limit = single_task_edge_limit(
             ctx.spark, ctx.config.components_single_task_max_edges, touched.n_members, edges

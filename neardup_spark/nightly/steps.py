@@ -111,6 +111,15 @@ class BatchContext:
         return self.counts["input_rows"]
 
 
+def needs_stored_edges(ctx: BatchContext, touched_clusters: int) -> bool:
+    """Whether the night's clustering needs the stored edges between its members' contents:
+    when it touches an indexed cluster, and when it brings back contents the index holds
+    (``known_contents``) even if no live document holds them any more (dead contents revived:
+    their stored edges are the only record that they are near-duplicates; no candidate pair
+    is made between two known contents)."""
+    return bool(touched_clusters or ctx.counts.get("known_contents"))
+
+
 def keep(frame: DataFrame, level: StorageLevel = MEMORY) -> DataFrame:
     """Kept on the executors at its first action, lineage cut: later plans stay small (a
     persisted DataFrame still drags its whole lineage into every plan built on it)."""
