@@ -113,7 +113,7 @@ def dedupe(
         else None
     )
     try:
-        members, rounds = cluster_members(
+        members, components = cluster_members(
             pairs,
             features,
             config,
@@ -130,10 +130,10 @@ def dedupe(
     if pairs_written:  # before the intermediates it may still read are released
         with timer.stage("write"):
             pairs_written()
-    finish_components(results, counts, rounds)
+    finish_components(results, counts, components)
     results.release("exact", "candidates", "verify")
     clusters, deduplicated = output_tables(df, features, members, config, counts, addressed)
-    report = run_report(config, counts, rounds, timer)
+    report = run_report(config, counts, components, timer)
     if cleaning:
         with timer.stage("boilerplate"):
             report["boilerplate"] = cleaning.report(features)

@@ -10,6 +10,7 @@ finished instead of computing it again.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
@@ -279,28 +280,30 @@ def cluster_members(
     checkpoint: Callable[[DataFrame], DataFrame],
     results: StageResults,
     ranking: tuple[DataFrame, list[tuple[str, bool]]] | None = None,
-) -> tuple[DataFrame, int]:
+) -> tuple[DataFrame, dict[str, Any]]:
     """Connected components of the verified pairs -> each clustered document's representative
     (``doc_id``, ``cluster_id``; kept in ``results``, finished by :func:`finish_components`)
-    and the distributed rounds taken (0: one task). ``ranking``: the keep policy's table and
+    and the report's ``components``: the ``strategy`` taken (``single_task``, ``distributed``)
+    and its ``rounds`` (a forest of stars takes none). ``ranking``: the keep policy's table and
     keys (:func:`~neardup_spark.io.corpus.preference_table`), which then chooses the
     representatives."""
     done = results.finished("components")
     if done is not None:
         counts.update(done["counts"])
-        return results.load("components"), int(done["rounds"])
+        rounds = int(done["rounds"])
+        strategy = done.get("strategy") or ("distributed" if rounds else "single_task")
+        return results.load("components"), {"strategy": strategy, "rounds": rounds}
     with timer.stage("components") as counted:
         edges = pairs.select(DOC_A, DOC_B)
         n_edges = counts["verified_pairs"]
-        labels, rounds = connected_components(
-            edges,
-            checkpoint,
-            n_edges=n_edges,
-            single_task_max_edges=single_task_edge_limit(
-                pairs.sparkSession, config.components_single_task_max_edges, n_edges, edges
-            ),
+        limit = single_task_edge_limit(
+            pairs.sparkSession, config.components_single_task_max_edges, n_edges, edges
         )
-        if rounds == 0 and (config.representative != "smallest_id" or ranking is not None):
+        single_task = n_edges <= limit  # as connected_components decides
+        labels, rounds = connected_components(
+            edges, checkpoint, n_edges=n_edges, single_task_max_edges=limit
+        )
+        if single_task and (config.representative != "smallest_id" or ranking is not None):
             labels = labels.persist()  # read twice: the single task would run twice
         if ranking is not None:
             small = 2 * counts["verified_pairs"] <= BROADCAST_MAX_ROWS
@@ -318,14 +321,17 @@ def cluster_members(
         counted["rows"] = counts["verified_pairs"]
     counts["removed"] = removed
     counts["clusters"] = counts["input_rows"] - removed
-    return members, rounds
+    strategy = "single_task" if single_task else "distributed"
+    return members, {"strategy": strategy, "rounds": rounds}
 
 
-def finish_components(results: StageResults, counts: dict[str, int], rounds: int) -> None:
+def finish_components(
+    results: StageResults, counts: dict[str, int], components: dict[str, Any]
+) -> None:
     """Mark the components stage finished (once ``pairs/``, staged alongside it, is written)."""
     if "components" not in results.resumed:
         marker = {"removed": counts["removed"], "clusters": counts["clusters"]}
-        results.finish("components", {"counts": marker, "rounds": rounds, "staged": ["pairs"]})
+        results.finish("components", {"counts": marker, **components, "staged": ["pairs"]})
 
 
 def output_tables(
@@ -353,7 +359,7 @@ def output_tables(
 
 
 def run_report(
-    config: DedupeConfig, counts: dict[str, int], rounds: int, timer: StageTimer
+    config: DedupeConfig, counts: dict[str, int], components: dict[str, Any], timer: StageTimer
 ) -> dict[str, object]:
     """The report of :func:`~neardup_spark.pipeline.dedupe.dedupe`."""
     report: dict[str, object] = {
@@ -361,10 +367,7 @@ def run_report(
         "method": config.method,
         "config": config.to_dict(),
         "counts": counts,
-        "components": {
-            "strategy": "distributed" if rounds else "single_task",
-            "rounds": rounds,
-        },
+        "components": components,
         "stage_seconds": timer.seconds,
         "stages_on_driver": list(timer.on_driver),
     }

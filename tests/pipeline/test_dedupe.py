@@ -198,6 +198,23 @@ def test_same_clusters_whatever_the_partitioning(
     assert got == expected
 
 
+def test_the_report_names_the_distributed_path_when_it_takes_no_round(spark, tmp_path):
+    """Three copies of a text are a star around the smallest id already: the distributed path
+    (forced) takes no round, and the report still says it ran, not the one task."""
+    text = " ".join(f"word{i}" for i in range(40))
+    table = pa.table({"id": ["a", "b", "c", "d"], "text": [text, text, text, "other words here"]})
+    pq.write_table(table, tmp_path / "in.parquet")
+    options = {"components_single_task_max_edges": 0, "driver_max_docs": 0}
+    report = run(
+        spark, str(tmp_path / "in.parquet"), str(tmp_path / "out"), build_config(options=options)
+    )
+    assert report["components"] == {"strategy": "distributed", "rounds": 0}
+    clusters = read(tmp_path / "out" / "clusters").to_pylist()
+    assert sorted((r["doc_id"], r["cluster_id"]) for r in clusters) == [
+        ("a", "a"), ("b", "a"), ("c", "a"), ("d", "d")
+    ]  # fmt: skip
+
+
 def test_pairs_written_alongside_the_components(spark, corpus, tmp_path):
     """``write_pairs`` gets the pairs table while the components run: the same rows; a failed
     write cancels the components and is the error raised."""
