@@ -228,6 +228,8 @@ def record_row(record: Any, options: IngestOptions) -> dict[str, Any]:
         row["skip_reason"] = TOO_LARGE
         row["raw_bytes"] = int(record.content_length)
         return row
+    if record.headers.get("Content-Length") is None:  # FastWARC reads such a body as empty
+        raise ValueError("the record has no Content-Length header: its body cannot be delimited")
     data = record.reader.read()
     if len(data) < record.content_length:  # FastWARC ends a cut-off gzip member quietly
         raise EOFError(

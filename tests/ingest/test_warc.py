@@ -149,3 +149,17 @@ def test_a_body_that_decompresses_past_the_limit_is_too_large(tmp_path):
     assert row["skip_reason"] == "too_large" and "more than 8000 bytes" in row["detail"], row
     (row,) = list(file_rows(str(path), 0, IngestOptions()))
     assert row.get("skip_reason") is None and len(row["text"]) > 20_000
+
+
+def test_a_record_without_content_length_is_a_record_error(tmp_path):
+    """WARC requires Content-Length; without it FastWARC reads the body as empty (it was an
+    ``empty_payload``, its text lost without a word) and passes over the body."""
+    path = tmp_path / "nolength.warc"
+    path.write_bytes(
+        b"WARC/1.0\r\nWARC-Type: resource\r\nWARC-Record-ID: <urn:uuid:x1>\r\n"
+        b"Content-Type: text/plain\r\n\r\nhello world body\r\n\r\n"
+    )
+    options = IngestOptions(record_types=("resource",))
+    rows = list(file_rows(str(path), 0, options))
+    (row,) = rows
+    assert row["skip_reason"] == "record_error" and "no Content-Length" in row["detail"]
