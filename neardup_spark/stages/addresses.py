@@ -10,7 +10,8 @@ through a shuffle; the broadcast has at most one row per 64 documents of the cor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
@@ -24,18 +25,42 @@ WORD = "_neardup_word"
 BITS = "_neardup_bits"
 WORD_ROWS = 64  # rows per bitmap word (a Spark long)
 _WORD_SHIFT = 6
+# PySpark 4 logs every analysis error of a DataFrame call, caught or not, as an ERROR holding
+# the JVM's stack trace, on stderr (these loggers, not propagated to the root logger).
+QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
+
+@contextlib.contextmanager
+def unlogged_analysis_errors() -> Iterator[None]:
+    """PySpark's logging of analysis errors off, for a probe whose failure is an answer."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # Spark 3.5 logs none
+        yield
+        return
+    # Made by PySpark's own getLogger: a plain Logger under these names would break its calls.
+    loggers = [PySparkLogger.getLogger(name) for name in QUERY_CONTEXT_LOGGERS]
+    before = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, disabled in zip(loggers, before, strict=True):
+            logger.disabled = disabled
 
 
 def with_addresses(scan: DataFrame) -> DataFrame | None:
     """``scan``'s rows with their address: ``_neardup_file`` (the file's path) and
     ``_neardup_row`` (the row's index in it). None when ``scan`` is not a file scan (a
-    DataFrame built in memory, a join, ...)."""
+    DataFrame built in memory, a join, ...) or a scan without row indexes (CSV, JSON lines)."""
     try:
-        return scan.select(
-            "*",
-            F.col("_metadata.file_path").alias(FILE_PATH),
-            F.col("_metadata.row_index").alias(ROW_INDEX),
-        )
+        with unlogged_analysis_errors():
+            return scan.select(
+                "*",
+                F.col("_metadata.file_path").alias(FILE_PATH),
+                F.col("_metadata.row_index").alias(ROW_INDEX),
+            )
     except AnalysisException:
         return None
 

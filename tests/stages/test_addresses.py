@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyspark.errors import AnalysisException
+from pyspark.logger import PySparkLogger
 
 from neardup_spark.stages.addresses import (
     BITS,
     FILE_PATH,
+    QUERY_CONTEXT_LOGGERS,
     ROW_INDEX,
     WORD,
     address_words,
@@ -37,6 +42,38 @@ def test_addresses_are_file_and_row(scan):
 
 def test_a_dataframe_built_in_memory_has_no_addresses(spark):
     assert with_addresses(spark.createDataFrame([("a", "x")], "id string, text string")) is None
+
+
+@pytest.mark.parametrize("source", ["csv", "memory"])
+def test_a_scan_without_row_indexes_is_probed_without_a_word_on_the_console(
+    spark, tmp_path, source
+):
+    """A CSV scan has no ``_metadata.row_index`` and a DataFrame built in memory no
+    ``_metadata``: no addresses, and the failed probe logs nothing (PySpark 4 logs every
+    analysis error of a DataFrame call, caught or not, as an ERROR with the JVM's stack trace on
+    stderr: a successful run over a CSV corpus printed ~150 lines of it)."""
+    if source == "csv":
+        (tmp_path / "a.csv").write_text("id,text\na,some words\n")
+        df = spark.read.option("header", "true").csv(str(tmp_path / "a.csv"))
+    else:
+        df = spark.createDataFrame([("a", "x")], "id string, text string")
+    records: list[logging.LogRecord] = []
+    recorder = logging.Handler()
+    recorder.emit = records.append  # type: ignore[method-assign]
+    loggers = [PySparkLogger.getLogger(name) for name in QUERY_CONTEXT_LOGGERS]
+    for logger in loggers:
+        logger.addHandler(recorder)
+    try:
+        assert with_addresses(df) is None
+        # The loggers are on again after the probe: the JVM's own errors still reach the user.
+        with pytest.raises(AnalysisException):
+            df.select("no_such_column")
+    finally:
+        for logger in loggers:
+            logger.removeHandler(recorder)
+    assert [record.getMessage().split("]")[0] for record in records] == [
+        "[UNRESOLVED_COLUMN.WITH_SUGGESTION"
+    ]
 
 
 def test_bitmap_words_keep_exactly_the_members_or_all_others(spark, scan):
