@@ -14,7 +14,7 @@ from neardup_spark.config import BOILERPLATE_MODES, JobSettings, load_settings
 from neardup_spark.errors import EXIT_OK
 from neardup_spark.kernels.boilerplate import UNITS
 from neardup_spark.pipeline.boilerplate import run_boilerplate
-from neardup_spark.runtime.session import build_session
+from neardup_spark.runtime.session import build_session, stop_session
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def run_boilerplate_command(args: argparse.Namespace) -> int:
             lock_timeout=job.session.lock_timeout,
         )
     finally:
-        spark.stop()
+        stop_session(spark)
     report["spark_start_seconds"] = round(spark_start, 2)
     print("\n".join(summary_lines(report)))
     return EXIT_OK

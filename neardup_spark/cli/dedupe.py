@@ -26,7 +26,7 @@ from neardup_spark.nightly.run import check_incremental_config, run_incremental
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.pipeline.tables import OutputTables
 from neardup_spark.report.html import write_report
-from neardup_spark.runtime.session import build_session
+from neardup_spark.runtime.session import build_session, stop_session
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
                 tables=tables,
             )
     finally:
-        spark.stop()
+        stop_session(spark)
     report["spark_start_seconds"] = round(spark_start, 2)
     print("\n".join(summary_lines(report)))
     if not args.no_report and args.output is not None and tables is None:
@@ -311,7 +311,7 @@ def run_nightly(args: argparse.Namespace, job: JobSettings, source: CorpusSource
                 lock_timeout=job.session.lock_timeout,
             )
     finally:
-        spark.stop()
+        stop_session(spark)
     report["spark_start_seconds"] = round(spark_start, 2)
     print("\n".join(nightly_summary_lines(report)))
     return EXIT_OK

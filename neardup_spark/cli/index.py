@@ -19,7 +19,7 @@ from neardup_spark.io.filesystem import is_local
 from neardup_spark.nightly.compaction import compact_index
 from neardup_spark.nightly.integrity import damage_message
 from neardup_spark.nightly.store import index_info, verify_index
-from neardup_spark.runtime.session import build_session
+from neardup_spark.runtime.session import build_session, stop_session
 
 
 def register(sub: Any) -> None:
@@ -103,7 +103,7 @@ def with_storage(args: argparse.Namespace, read: Callable[[SparkSession | None],
     try:
         return read(spark)
     finally:
-        spark.stop()
+        stop_session(spark)
 
 
 def run_info(args: argparse.Namespace) -> int:
@@ -159,7 +159,7 @@ def run_compact(args: argparse.Namespace) -> int:
             spark, args.directory, buckets=args.buckets, lock_timeout=session.lock_timeout
         )
     finally:
-        spark.stop()
+        stop_session(spark)
     rows = summary["rows"]
     print(
         "\n".join(

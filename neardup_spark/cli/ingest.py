@@ -17,7 +17,7 @@ from neardup_spark.ingest.options import (
     RECORD_TYPES,
     IngestOptions,
 )
-from neardup_spark.runtime.session import build_session
+from neardup_spark.runtime.session import build_session, stop_session
 
 
 def register(sub: Any) -> None:
@@ -140,6 +140,6 @@ def run_ingest(args: argparse.Namespace) -> int:
             lock_timeout=session.lock_timeout,
         )
     finally:
-        spark.stop()
+        stop_session(spark)
     print("\n".join(summary_lines(summary)))
     return EXIT_OK

@@ -176,6 +176,16 @@ CONNECT_TIMEOUT_SECONDS = 15.0
 _DEFAULT_CONNECT_PORT = 15002
 
 
+def stop_session(spark: SparkSession) -> None:
+    """Stop a command's session (called from its ``finally``). When the command is ending on a
+    user error, which it reports in one line, what the JVM says while it is torn down is not
+    shown: a task may still be finishing (JSON schema inference's, say) and log, with a stack
+    trace, that its broadcast is gone."""
+    if isinstance(sys.exc_info()[1], UserError):
+        console.mute_jvm()
+    spark.stop()
+
+
 def check_reachable(url: str, timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
     """Refuse (:class:`UserError`, exit 2) a Spark Connect URL that is malformed or whose host
     and port do not answer, before the client's retries would wait minutes for it."""

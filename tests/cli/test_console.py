@@ -210,6 +210,49 @@ def test_a_user_error_prints_only_neardups_own_lines(tmp_path):
     assert_own_lines_only(duplicate_ids_run(tmp_path, 3000))
 
 
+# A command's session stopped as the command ends on a job failure, then on a user error; the
+# JVM (still running: PySpark keeps it for the next session) writes to its stderr after each.
+STOPPED_ON_AN_ERROR = """
+import time
+from neardup_spark.cli.app import configure_logging
+from neardup_spark.config import SessionSettings
+from neardup_spark.errors import UserError
+from neardup_spark.runtime.session import build_session, stop_session
+configure_logging(False)
+for error in (RuntimeError("a job failure"), UserError("bad input")):
+    spark = build_session(SessionSettings(master="local[1]"))
+    jvm = spark.sparkContext._jvm
+    try:
+        try:
+            raise error
+        finally:
+            stop_session(spark)
+    except Exception:
+        pass
+    jvm.java.lang.System.err.println(f"the JVM after a {type(error).__name__}")
+    time.sleep(1)  # the console filter copies the line
+"""
+
+
+@pytest.mark.slow
+def test_the_jvm_is_not_shown_after_a_user_error_but_is_after_a_failure():
+    """A command ending on a user error (exit 2) reports it in one line: what the JVM says as
+    its session is stopped is not shown (a JSON corpus's schema-inference task, finishing as
+    Spark stopped, logged a 25-line stack trace about its broadcast in one run of three). After
+    a job failure (exit 1) the JVM's lines still reach the console."""
+    done = subprocess.run(
+        [sys.executable, "-c", STOPPED_ON_AN_ERROR],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "the JVM after a RuntimeError" in done.stderr
+    assert "the JVM after a UserError" not in done.stderr
+
+
 SKETCH_LINE = re.compile(r"neardup_spark\.progress: stage=sketch rows=(\S+) ")
 
 
