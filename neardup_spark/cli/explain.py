@@ -26,7 +26,11 @@ def register(sub: Any) -> None:
 
 def add_explain_options(parser: argparse.ArgumentParser) -> None:
     """The options of ``neardup explain``: the input, two ids, and dedupe's settings."""
-    parser.add_argument("input", help="the corpus (Parquet file or directory, as for dedupe)")
+    parser.add_argument(
+        "input",
+        help="the corpus: a file or directory of Parquet, JSON lines, CSV or ORC, as for "
+        "dedupe (read without Spark)",
+    )
     parser.add_argument("id_a", help="id of the first document")
     parser.add_argument("id_b", help="id of the second document")
     add_settings_options(parser, master=False)

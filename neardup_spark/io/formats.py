@@ -23,59 +23,21 @@ from typing import IO
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 from neardup_spark.errors import UserError
+from neardup_spark.io.format_names import (
+    COMPRESSION_SUFFIXES,
+    INPUT_FORMATS,
+    format_of,
+)
 from neardup_spark.io.paths import is_local_path, local_path
 from neardup_spark.runtime.spark_compat import version_tuple
 
-INPUT_FORMATS = ("parquet", "json", "orc", "csv")
-# Name endings of compressed files, removed before the format's own ending is looked at.
-COMPRESSION_SUFFIXES = (
-    ".gz",
-    ".gzip",
-    ".bz2",
-    ".zst",
-    ".zstd",
-    ".deflate",
-    ".lz4",
-    ".snappy",
-    ".xz",
-)
 ZSTD_SUFFIXES = (".zst", ".zstd")
 # The first Spark that reads zstd-compressed text without a native Hadoop library (SPARK-52482).
 ZSTD_TEXT_SPARK = (4, 1)
-FORMAT_SUFFIXES = {
-    ".parquet": "parquet",
-    ".parq": "parquet",
-    ".json": "json",
-    ".jsonl": "json",
-    ".ndjson": "json",
-    ".orc": "orc",
-    ".csv": "csv",
-}
 # The column Spark puts a malformed JSON line or CSV record into.
 CORRUPT_RECORD = "_corrupt_record"
 # Files named in a message at most.
 MAX_FILES_IN_MESSAGE = 5
-
-
-def format_of(name: str) -> str | None:
-    """The format a file name says (``None`` if it says none).
-
-    >>> format_of("crawl/part-00000-1f.c000.snappy.parquet"), format_of("shard_0001.jsonl.zst")
-    ('parquet', 'json')
-    >>> format_of("part-00000") is None
-    True
-    """
-    base = name.rsplit("/", 1)[-1].lower()
-    stripped = True
-    while stripped:
-        stripped = False
-        for suffix in COMPRESSION_SUFFIXES:
-            if base.endswith(suffix) and len(base) > len(suffix):
-                base, stripped = base[: -len(suffix)], True
-    for suffix, fmt in FORMAT_SUFFIXES.items():
-        if base.endswith(suffix):
-            return fmt
-    return None
 
 
 def guess_format(files: list[str], shown: str) -> str:

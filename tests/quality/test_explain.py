@@ -180,3 +180,38 @@ def test_exact_method_pairs_only_identical_texts(small):
     assert explain(small, "d1", "d1-copy", config)["verdict"] == "exact copy"
     other = explain(small, "d1", "d2", config)
     assert other["verdict"] == "not exact copies" and not other["candidate"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "orc"])
+def test_a_corpus_in_another_input_format_gives_the_same_pair(tmp_path, fmt):
+    """``neardup dedupe`` reads JSON lines, CSV and ORC too: so does explain, the format told by
+    the files' names (a directory: its first data file's), compressed by suffix; a CSV text
+    holding quotes and line breaks comes back whole."""
+    texts = [D1, 'a "quoted" line,\nthen a second line', D2]
+    table = pa.table({"id": ["a", "b", "c"], "text": texts})
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    if fmt == "json":
+        import gzip
+        import json
+
+        with gzip.open(corpus / "part-0.jsonl.gz", "wt") as out:
+            out.writelines(json.dumps(row) + "\n" for row in table.to_pylist())
+    elif fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(table, corpus / "part-0.csv")
+    else:
+        import pyarrow.orc as orc
+
+        orc.write_table(table, corpus / "part-0.orc")
+    (corpus / "_SUCCESS").write_text("")
+    assert read_pair(str(corpus), "b", "a") == ("b", "a", texts[1], D1)
+    result = explain(str(corpus), "a", "c", build_config(options={"ngram": 3}))
+    assert result["jaccard"] == pytest.approx(1 / 3)
+
+
+def test_a_corpus_not_in_its_names_format_is_a_user_error_naming_it(tmp_path):
+    (tmp_path / "part-0.jsonl").write_text("this is not json\n")
+    with pytest.raises(UserError, match=r"cannot read .* as JSON lines"):
+        read_pair(str(tmp_path), "a", "b")
