@@ -1,19 +1,22 @@
 """Reading a finished run's OUTPUT back on the driver, without Spark (PyArrow): its report, the
-config it ran with, its Parquet tables. ``neardup report``, ``evaluate`` and ``explain`` read
-through here."""
+config it ran with, its Parquet tables, and its input corpus (in any input format).
+``neardup report``, ``evaluate`` and ``explain`` read through here."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import pyarrow_filesystem
+from neardup_spark.io.format_names import format_of
 from neardup_spark.io.output import REPORT_FILE
 
 
@@ -51,16 +54,52 @@ def config_of_run(output: str) -> DedupeConfig:
     return config_of_report(read_run_report(output))
 
 
-def parquet_dataset(path: str, what: str) -> ds.Dataset:
-    """A Parquet file or directory (``_SUCCESS`` and dot files are skipped); a missing or
-    unreadable one is a :class:`UserError` naming ``what``."""
+FORMAT_NAMES = {"parquet": "Parquet", "json": "JSON lines", "csv": "CSV", "orc": "ORC"}
+
+
+def input_format(path: str) -> str:
+    """The format of a corpus, as ``neardup dedupe`` guesses it from its files' names (a local
+    directory: from the first data file in it); Parquet when the names say nothing."""
+    fmt = format_of(path)
+    if fmt is None and "://" not in path and os.path.isdir(path):
+        for _, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+            fmt = next((f for f in map(format_of, sorted(files)) if f), None)
+            if fmt is not None:
+                break
+    return fmt or "parquet"
+
+
+def dataset_of(path: str, what: str, fmt: str = "parquet") -> ds.Dataset:
+    """A file or directory of ``fmt`` (``_SUCCESS`` and dot files are skipped); a missing or
+    unreadable one is a :class:`UserError` naming ``what``. CSV is read as ``neardup dedupe``'s
+    Spark reader reads it where it matters to a text: a header row, quoted values holding line
+    breaks, empty fields as nulls; compressed text files by their suffix."""
+    file_format: Any = fmt
+    if fmt == "csv":
+        file_format = ds.CsvFileFormat(
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            # As dedupe's Spark reader: an empty field is null, quoted ("") or not, and no
+            # other text ("NA", "null") is taken for a null.
+            convert_options=pacsv.ConvertOptions(null_values=[""], strings_can_be_null=True),
+        )
     try:
         fs, inner = pyarrow_filesystem(path)
-        return ds.dataset(inner, format="parquet", filesystem=fs)
+        return ds.dataset(inner, format=file_format, filesystem=fs)
     except FileNotFoundError:
         raise UserError(f"{what} not found: {path}") from None
     except (pa.ArrowInvalid, OSError) as exc:
-        raise UserError(f"cannot read {what} {path} as Parquet: {exc}") from None
+        raise UserError(f"cannot read {what} {path} as {FORMAT_NAMES[fmt]}: {exc}") from None
+
+
+def parquet_dataset(path: str, what: str) -> ds.Dataset:
+    """A Parquet file or directory (:func:`dataset_of`)."""
+    return dataset_of(path, what)
+
+
+def corpus_dataset(path: str, what: str = "corpus") -> ds.Dataset:
+    """An input corpus in whichever input format its files' names say (:func:`input_format`)."""
+    return dataset_of(path, what, input_format(path))
 
 
 def require_columns(schema: pa.Schema, columns: Sequence[str], what: str, path: str) -> None:
@@ -73,12 +112,16 @@ def require_columns(schema: pa.Schema, columns: Sequence[str], what: str, path: 
         )
 
 
-def read_table(path: str, what: str, columns: Sequence[str] | None = None) -> pa.Table:
-    """A whole Parquet dataset as one table (``columns``: only these, checked first)."""
-    dataset = parquet_dataset(path, what)
+def read_table(
+    path: str, what: str, columns: Sequence[str] | None = None, corpus: bool = False
+) -> pa.Table:
+    """A whole dataset as one table (``columns``: only these, checked first): Parquet, or with
+    ``corpus`` an input corpus in any input format (:func:`corpus_dataset`)."""
+    fmt = input_format(path) if corpus else "parquet"
+    dataset = dataset_of(path, what, fmt)
     if columns is not None:
         require_columns(dataset.schema, columns, what, path)
     try:
         return dataset.to_table(columns=list(columns) if columns is not None else None)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise UserError(f"cannot read {what} {path} as Parquet: {exc}") from None
+        raise UserError(f"cannot read {what} {path} as {FORMAT_NAMES[fmt]}: {exc}") from None

@@ -24,18 +24,16 @@ pairs, so a candidate pair inside such a bucket is compared through the star's c
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv
 import pyarrow.dataset as ds
 
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
-from neardup_spark.io.format_names import format_of
+from neardup_spark.io.finished import corpus_dataset
 from neardup_spark.kernels.exact_fingerprint import exact_fingerprint, to_hex
 from neardup_spark.kernels.jaccard import containment, intersection_size, jaccard
 from neardup_spark.kernels.lsh import band_keys, candidate_probability
@@ -85,30 +83,6 @@ def _typed_id(value: Any, type_: pa.DataType, id_col: str) -> Any:
     raise UserError(f"the id column {id_col!r} has type {type_}; it must be a string or integer")
 
 
-FORMAT_NAMES = {"parquet": "Parquet", "json": "JSON lines", "csv": "CSV", "orc": "ORC"}
-
-
-def input_format(path: str) -> str:
-    """The format of a corpus, as ``neardup dedupe`` guesses it from its files' names (a
-    directory: from the first data file in it); Parquet when the names say nothing."""
-    fmt = format_of(path)
-    if fmt is None and "://" not in path and os.path.isdir(path):
-        for _, dirs, files in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
-            fmt = next((f for f in map(format_of, sorted(files)) if f), None)
-            if fmt is not None:
-                break
-    return fmt or "parquet"
-
-
-def _file_format(fmt: str) -> Any:
-    """PyArrow's reader of ``fmt``, set as ``neardup dedupe``'s Spark reader is where it
-    matters to a document's text: a CSV header row, quoted values holding line breaks."""
-    if fmt == "csv":
-        return ds.CsvFileFormat(parse_options=pa.csv.ParseOptions(newlines_in_values=True))
-    return fmt
-
-
 def read_pair(
     input_path: str, id_a: Any, id_b: Any, id_col: str = "id", text_col: str = "text"
 ) -> tuple[Any, Any, str | None, str | None]:
@@ -118,13 +92,7 @@ def read_pair(
     :class:`UserError` naming it.
     """
     path = generated_part(input_path, "corpus")
-    fmt = input_format(path)
-    try:
-        dataset = ds.dataset(path, format=_file_format(fmt))
-    except FileNotFoundError:
-        raise UserError(f"input not found: {input_path}") from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise UserError(f"cannot read {input_path} as {FORMAT_NAMES[fmt]}: {exc}") from None
+    dataset = corpus_dataset(path, "input")
     names = dataset.schema.names
     for role, name in (("id", id_col), ("text", text_col)):
         if name not in names:

@@ -23,7 +23,7 @@ import pyarrow.dataset as ds
 
 from neardup_spark.columns import CLUSTER_ID, DOC_ID
 from neardup_spark.errors import UserError
-from neardup_spark.io.finished import parquet_dataset, require_columns
+from neardup_spark.io.finished import corpus_dataset, require_columns
 from neardup_spark.kernels.jaccard import jaccard
 from neardup_spark.kernels.normalize import NormalizeOptions, normalize_texts
 from neardup_spark.kernels.shingles import shingle_sets
@@ -77,7 +77,7 @@ def read_texts(
 ) -> tuple[dict[Any, str | None], str | None]:
     """Texts of ``ids`` read with a dataset filter; ``({id: text}, problem or None)``."""
     try:
-        dataset = parquet_dataset(corpus, "corpus")
+        dataset = corpus_dataset(corpus)
         require_columns(dataset.schema, (id_col, text_col), "corpus", corpus)
         id_type = dataset.schema.field(id_col).type
         table = dataset.to_table(

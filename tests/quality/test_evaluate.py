@@ -125,6 +125,24 @@ def test_oracle_matches_brute_force(fixture, request):
     assert result["truth"]["truth_jaccard_check"]["disagreements"] == 0
 
 
+def test_the_oracle_reads_a_corpus_in_another_input_format(scenario, tmp_path):
+    """The corpus as JSON lines (``neardup dedupe`` reads it as well): the oracle's figures are
+    those of the Parquet corpus (it refused it with "cannot read corpus ... as Parquet")."""
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(str(scenario.corpus_path)).to_table()
+    as_json = tmp_path / "corpus.jsonl"
+    as_json.write_text("".join(json.dumps(row) + "\n" for row in table.to_pylist()))
+
+    def figures(corpus: str) -> dict:
+        oracle = evaluate(str(scenario.output), corpus=corpus)["oracle"]
+        return {k: v for k, v in oracle.items() if k not in ("corpus", "seconds")}
+
+    parquet = figures(str(scenario.corpus_path))
+    assert parquet["docs"] == len(scenario.corpus.texts) and parquet["positives"] > 0
+    assert figures(str(as_json)) == parquet
+
+
 def test_oracle_switches_to_the_prefix_filter_on_heavy_work(scenario, monkeypatch):
     plain = evaluate(str(scenario.output), corpus=str(scenario.corpus_path))["oracle"]
     assert plain["strategy"] == "product" and plain["product_work"] > 0

@@ -14,6 +14,7 @@ from neardup_spark.report.largest_clusters import (
     below_threshold,
     bfs_order,
     cluster_members,
+    read_texts,
     resolve_corpus,
     snippet,
 )
@@ -149,3 +150,33 @@ def test_hops_are_shortest_paths(data, tables):
                     queue.append(other)
         for m in cluster["members"]:
             assert m["hops"] == dist[m["doc_id"]]
+
+
+@pytest.mark.parametrize("name", ["corpus.csv", "corpus.jsonl.gz", "corpus.orc", "corpus"])
+def test_the_texts_come_from_a_corpus_in_any_input_format(tmp_path, name):
+    """report.html's texts come from the run's corpus, which ``neardup dedupe`` may have read as
+    CSV, JSON lines or ORC (a CSV corpus gave "cannot read corpus ... as Parquet" and no text);
+    a directory says its format by its files' names."""
+    import gzip
+    import json
+
+    import pyarrow.csv as pacsv
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    table = pa.table({"id": [3, 1, 2], "text": ["three", 'one, "quoted"\nover two lines', None]})
+    path = tmp_path / name
+    if name.endswith(".csv"):
+        pacsv.write_csv(table, path)
+    elif name.endswith(".jsonl.gz"):
+        with gzip.open(path, "wt") as out:
+            out.writelines(json.dumps(row) + "\n" for row in table.to_pylist())
+    elif name.endswith(".orc"):
+        orc.write_table(table, path)
+    else:
+        path.mkdir()
+        pq.write_table(table, path / "part-0.parquet")
+    assert read_texts(str(path), "id", "text", [1, 2]) == (
+        {1: 'one, "quoted"\nover two lines', 2: None},
+        None,
+    )
