@@ -10,6 +10,7 @@ from typing import Any
 
 from neardup_spark.cli.options import (
     METHOD_OPTIONS,
+    add_input_format_option,
     add_master_options,
     add_method_options,
     add_output_options,
@@ -21,7 +22,6 @@ from neardup_spark.config import REPRESENTATIVE_RULES, JobSettings
 from neardup_spark.errors import EXIT_OK, UserError
 from neardup_spark.extras import install_hint, missing_modules
 from neardup_spark.io.corpus import CorpusSource, check_paths_apart
-from neardup_spark.io.formats import INPUT_FORMATS
 from neardup_spark.nightly.run import check_incremental_config, run_incremental
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.pipeline.tables import OutputTables
@@ -45,12 +45,7 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         help="output directory (clusters/, pairs/, deduplicated/, report.json); with "
         "--output-table, optional: report.json only",
     )
-    parser.add_argument(
-        "--input-format",
-        choices=INPUT_FORMATS,
-        help="the input's format (default: told by its file names: .parquet, .jsonl/.json "
-        "(also .gz, .zst, ...), .orc, .csv)",
-    )
+    add_input_format_option(parser)
     parser.add_argument(
         "--input-table",
         metavar="NAME",

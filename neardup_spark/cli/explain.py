@@ -8,6 +8,7 @@ from typing import Any
 
 from neardup_spark.cli.options import (
     METHOD_OPTIONS,
+    add_input_format_option,
     add_method_options,
     add_settings_options,
     settings_from_args,
@@ -33,6 +34,7 @@ def add_explain_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("id_a", help="id of the first document")
     parser.add_argument("id_b", help="id of the second document")
+    add_input_format_option(parser)
     add_settings_options(parser, master=False)
     add_method_options(parser)
     parser.add_argument(
@@ -44,7 +46,14 @@ def add_explain_options(parser: argparse.ArgumentParser) -> None:
 def run_explain(args: argparse.Namespace) -> int:
     """Explain the pair as ``args`` say and print it; a user error is exit code 2."""
     config = settings_from_args(args, *METHOD_OPTIONS).dedupe
-    result = explain(args.input, args.id_a, args.id_b, config, shared_examples=args.shared)
+    result = explain(
+        args.input,
+        args.id_a,
+        args.id_b,
+        config,
+        shared_examples=args.shared,
+        input_format=args.input_format,
+    )
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:

@@ -8,6 +8,7 @@ from typing import Any
 
 from neardup_spark.config import METHODS, JobSettings, load_settings
 from neardup_spark.errors import UserError
+from neardup_spark.io.format_names import INPUT_FORMATS
 
 
 class CliParser(argparse.ArgumentParser):
@@ -39,6 +40,16 @@ def add_settings_options(parser: argparse.ArgumentParser, master: bool = True) -
     add_ui_option(parser)
     if master:
         add_master_options(parser)
+
+
+def add_input_format_option(parser: argparse.ArgumentParser) -> None:
+    """``--input-format``: the corpus's format when its file names do not say it."""
+    parser.add_argument(
+        "--input-format",
+        choices=INPUT_FORMATS,
+        help="the input's format (default: told by its file names: .parquet, .jsonl/.json "
+        "(also .gz, .zst, ...), .orc, .csv)",
+    )
 
 
 def add_master_options(parser: argparse.ArgumentParser) -> None:

@@ -57,9 +57,10 @@ def config_of_run(output: str) -> DedupeConfig:
 FORMAT_NAMES = {"parquet": "Parquet", "json": "JSON lines", "csv": "CSV", "orc": "ORC"}
 
 
-def input_format(path: str) -> str:
+def input_format(path: str, fallback: str | None = None) -> str:
     """The format of a corpus, as ``neardup dedupe`` guesses it from its files' names (a local
-    directory: from the first data file in it); Parquet when the names say nothing."""
+    directory: from the first data file in it); ``fallback`` (the ``--input-format`` a run was
+    given, say), else Parquet, when the names say nothing."""
     fmt = format_of(path)
     if fmt is None and "://" not in path and os.path.isdir(path):
         for _, dirs, files in os.walk(path):
@@ -67,7 +68,7 @@ def input_format(path: str) -> str:
             fmt = next((f for f in map(format_of, sorted(files)) if f), None)
             if fmt is not None:
                 break
-    return fmt or "parquet"
+    return fmt or fallback or "parquet"
 
 
 def dataset_of(path: str, what: str, fmt: str = "parquet") -> ds.Dataset:
@@ -97,9 +98,12 @@ def parquet_dataset(path: str, what: str) -> ds.Dataset:
     return dataset_of(path, what)
 
 
-def corpus_dataset(path: str, what: str = "corpus") -> ds.Dataset:
-    """An input corpus in whichever input format its files' names say (:func:`input_format`)."""
-    return dataset_of(path, what, input_format(path))
+def corpus_dataset(
+    path: str, what: str = "corpus", fmt: str | None = None, fallback: str | None = None
+) -> ds.Dataset:
+    """An input corpus in ``fmt``, else in whichever input format its files' names say
+    (:func:`input_format`, with ``fallback``)."""
+    return dataset_of(path, what, fmt or input_format(path, fallback))
 
 
 def require_columns(schema: pa.Schema, columns: Sequence[str], what: str, path: str) -> None:
@@ -113,11 +117,15 @@ def require_columns(schema: pa.Schema, columns: Sequence[str], what: str, path: 
 
 
 def read_table(
-    path: str, what: str, columns: Sequence[str] | None = None, corpus: bool = False
+    path: str,
+    what: str,
+    columns: Sequence[str] | None = None,
+    corpus: bool = False,
+    fallback: str | None = None,
 ) -> pa.Table:
     """A whole dataset as one table (``columns``: only these, checked first): Parquet, or with
-    ``corpus`` an input corpus in any input format (:func:`corpus_dataset`)."""
-    fmt = input_format(path) if corpus else "parquet"
+    ``corpus`` an input corpus in any input format (:func:`input_format`, with ``fallback``)."""
+    fmt = input_format(path, fallback) if corpus else "parquet"
     dataset = dataset_of(path, what, fmt)
     if columns is not None:
         require_columns(dataset.schema, columns, what, path)

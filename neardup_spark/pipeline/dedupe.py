@@ -229,6 +229,7 @@ def run_locked(
     report.update(
         {
             "input": source.shown,
+            "input_format": source.format,
             "output": out.path,
             **({"output_tables": tables.names} if tables else {}),
             "spark": spark_section(spark),
@@ -299,6 +300,7 @@ def run_to_tables(
     report.update(
         {
             "input": source.shown,
+            "input_format": source.format,
             "output": None,
             "output_tables": tables.names,
             "spark": spark_section(spark),

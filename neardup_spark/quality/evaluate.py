@@ -190,7 +190,10 @@ class _Corpus:
 def _read_corpus(run: RunTables, corpus: str, max_docs: int) -> _Corpus:
     """The corpus's texts, refused when too large for the oracle or not this run's corpus."""
     s = run.settings
-    table = read_table(corpus, "corpus", columns=(s.id_col, s.text_col), corpus=True)
+    fallback = run.report.get("input_format")  # the run's --input-format, if any
+    table = read_table(
+        corpus, "corpus", columns=(s.id_col, s.text_col), corpus=True, fallback=fallback
+    )
     n = table.num_rows
     if n > max_docs:
         raise UserError(

@@ -84,15 +84,21 @@ def _typed_id(value: Any, type_: pa.DataType, id_col: str) -> Any:
 
 
 def read_pair(
-    input_path: str, id_a: Any, id_b: Any, id_col: str = "id", text_col: str = "text"
+    input_path: str,
+    id_a: Any,
+    id_b: Any,
+    id_col: str = "id",
+    text_col: str = "text",
+    input_format: str | None = None,
 ) -> tuple[Any, Any, str | None, str | None]:
-    """``(id_a, id_b, text_a, text_b)`` with the ids cast to the id column's type.
+    """``(id_a, id_b, text_a, text_b)`` with the ids cast to the id column's type; the input in
+    ``input_format``, else as its files' names say.
 
     Reads only the two rows (dataset filter on ``id_col``). A missing id, column or input is a
     :class:`UserError` naming it.
     """
     path = generated_part(input_path, "corpus")
-    dataset = corpus_dataset(path, "input")
+    dataset = corpus_dataset(path, "input", input_format)
     names = dataset.schema.names
     for role, name in (("id", id_col), ("text", text_col)):
         if name not in names:
@@ -286,8 +292,10 @@ def explain(
     id_b: Any,
     config: DedupeConfig,
     shared_examples: int = SHARED_EXAMPLES,
+    input_format: str | None = None,
 ) -> dict[str, Any]:
-    """Everything the job computes about the pair ``(id_a, id_b)`` of ``input_path``.
+    """Everything the job computes about the pair ``(id_a, id_b)`` of ``input_path`` (in
+    ``input_format``, else as its files' names say).
 
     Ids may be given as strings (from the command line) or as values of the id column's type;
     they are cast to that type. Returns a dict with ``ids``, ``config`` (the settings used),
@@ -298,7 +306,9 @@ def explain(
     ``hamming``, shared tables), ``exact_copy``, ``candidate``, ``verified``, ``paired``
     and ``verdict``.
     """
-    a, b, text_a, text_b = read_pair(input_path, id_a, id_b, config.id_col, config.text_col)
+    a, b, text_a, text_b = read_pair(
+        input_path, id_a, id_b, config.id_col, config.text_col, input_format
+    )
     normalized = normalize_texts(pa.array([text_a, text_b], pa.large_string()), config.normalize)
     norm_a, norm_b = normalized.to_pylist()
     sh = _shingles(normalized, config)

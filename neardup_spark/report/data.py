@@ -124,7 +124,14 @@ def report_data(
     top_ids, top_sizes = top_table.column(CLUSTER_ID), top_table.column("size")
     sizes = dict(zip(top_ids.to_pylist(), top_sizes.to_pylist(), strict=True))
     data["corpus"], data["top_clusters"] = largest_clusters_section(
-        config, method, corpus, sizes, members_of, tally.links, max(max_members, 1)
+        config,
+        method,
+        corpus,
+        sizes,
+        members_of,
+        tally.links,
+        max(max_members, 1),
+        report.get("input_format"),
     )
     return data
 

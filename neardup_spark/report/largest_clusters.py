@@ -73,11 +73,17 @@ def resolve_corpus(report: dict[str, Any], output: str, input_path: str | None) 
 
 
 def read_texts(
-    corpus: str, id_col: str, text_col: str, ids: Sequence[Any]
+    corpus: str,
+    id_col: str,
+    text_col: str,
+    ids: Sequence[Any],
+    input_format: str | None = None,
 ) -> tuple[dict[Any, str | None], str | None]:
-    """Texts of ``ids`` read with a dataset filter; ``({id: text}, problem or None)``."""
+    """Texts of ``ids`` read with a dataset filter; ``({id: text}, problem or None)``. The
+    corpus is in the format its files' names say, else ``input_format`` (the run's
+    ``--input-format``)."""
     try:
-        dataset = corpus_dataset(corpus)
+        dataset = corpus_dataset(corpus, fallback=input_format)
         require_columns(dataset.schema, (id_col, text_col), "corpus", corpus)
         id_type = dataset.schema.field(id_col).type
         table = dataset.to_table(
@@ -220,17 +226,19 @@ def largest_clusters_section(
     members_of: dict[Any, set[Any]],
     links: Links,
     max_members: int,
+    input_format: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(corpus, top_clusters)``: where the texts came from (or why they are missing), and
     the clusters of ``sizes`` (id -> size, largest first), each with at most ``max_members``
-    members in breadth-first order along ``links``."""
+    members in breadth-first order along ``links``. ``input_format``: the run's
+    ``--input-format``, for a corpus whose file names do not say it."""
     orders = {cid: bfs_order(cid, members_of[cid], links, max_members) for cid in sizes}
     wanted = [m for order in orders.values() for m, _, _, _ in order]
     texts: dict[Any, str | None] = {}
     problem: str | None = None if corpus else "report.json records no input path"
     if corpus and wanted:
         id_col, text_col = str(config.get("id_col", "id")), str(config.get("text_col", "text"))
-        texts, problem = read_texts(corpus, id_col, text_col, wanted)
+        texts, problem = read_texts(corpus, id_col, text_col, wanted, input_format)
     corpus_info = {
         "path": corpus,
         "available": bool(corpus) and problem is None,
