@@ -73,9 +73,13 @@ def split_glob(path: str) -> tuple[str, list[str]]:
     ('/data/crawl', ['*', 'part-*.json'])
     >>> split_glob("s3://b/x/{a,b}")
     ('s3://b/x', ['{a,b}'])
+    >>> split_glob("crawl-*/part-*"), split_glob("/*.json")
+    (('.', ['crawl-*', 'part-*']), ('/', ['*.json']))
     """
     parts = path.split("/")
     for index, part in enumerate(parts):
         if has_glob(part):
-            return "/".join(parts[:index]) or "/", parts[index:]
+            # A relative glob from its first segment on is listed from the working directory
+            # (as Spark reads it), not from the root.
+            return "/".join(parts[:index]) or ("." if index == 0 else "/"), parts[index:]
     return path, []

@@ -14,7 +14,7 @@ import pytest
 
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
-from neardup_spark.io.corpus import CorpusSource, read_corpus
+from neardup_spark.io.corpus import CorpusSource, list_data_files, read_corpus
 from neardup_spark.io.formats import zstd_needs_newer_spark
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.quality.generate import generate_corpus
@@ -76,6 +76,16 @@ def test_the_format_is_told_by_the_file_names_and_globs_are_read(spark, twins):
         read_corpus(spark, str(root / "nothing-*"))
     with pytest.raises(UserError, match="mixes file formats"):
         read_corpus(spark, str(root / "*"))
+
+
+def test_a_relative_glob_is_matched_from_the_working_directory(spark, twins, monkeypatch):
+    """``neardup dedupe 'json*/*.jsonl.gz' OUT`` run from the corpus's parent: a glob in the
+    first segment of a relative path was listed from the root ("nothing matches")."""
+    root, _ = twins
+    monkeypatch.chdir(root)  # this process's; the suite's JVM keeps its own (the CLI's is ours)
+    shards = [f"file:{root / 'json' / f'shard-{n}.jsonl.gz'}" for n in (0, 1)]
+    assert list_data_files(spark, "js*/*.jsonl.gz") == (shards, False)
+    assert list_data_files(spark, "*/shard-1.jsonl.gz") == (shards[1:], False)
 
 
 def test_csv_orc_and_a_catalog_table(spark, twins, tmp_path):
