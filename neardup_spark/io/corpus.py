@@ -115,9 +115,10 @@ def unreadable(footers: list[Footer]) -> list[tuple[str, str]]:
     return sorted((f.path, f.problem) for f in footers if f.problem is not None)
 
 
-def list_data_files(spark: SparkSession, path: str) -> tuple[list[str], bool]:
+def list_data_files(spark: SparkSession | None, path: str) -> tuple[list[str], bool]:
     """The data files Spark would read under ``path`` (skipping ``_*`` and ``.*`` names, as
-    Spark does; a glob's matches, directories read whole): ``(files, path is a directory)``.
+    Spark does; a glob's matches, directories read whole): ``(files, path is a directory)``;
+    listed through ``spark``'s file systems, or PyArrow's without a session.
     A missing path, or a glob matching nothing, is a :class:`UserError`."""
     storage = storage_for(spark, path)
     if has_glob(path):

@@ -15,8 +15,10 @@ import pyarrow.dataset as ds
 
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
+from neardup_spark.io.corpus import list_data_files
 from neardup_spark.io.filesystem import pyarrow_filesystem
 from neardup_spark.io.format_names import format_of
+from neardup_spark.io.globs import has_glob
 from neardup_spark.io.output import REPORT_FILE
 
 
@@ -71,11 +73,14 @@ def input_format(path: str, fallback: str | None = None) -> str:
     return fmt or fallback or "parquet"
 
 
-def dataset_of(path: str, what: str, fmt: str = "parquet") -> ds.Dataset:
-    """A file or directory of ``fmt`` (``_SUCCESS`` and dot files are skipped); a missing or
-    unreadable one is a :class:`UserError` naming ``what``. CSV is read as ``neardup dedupe``'s
-    Spark reader reads it where it matters to a text: a header row, quoted values holding line
-    breaks, empty fields as nulls; compressed text files by their suffix."""
+def dataset_of(
+    path: str, what: str, fmt: str = "parquet", files: list[str] | None = None
+) -> ds.Dataset:
+    """A file or directory of ``fmt`` (``_SUCCESS`` and dot files are skipped), or the ``files``
+    a glob ``path`` matched; a missing or unreadable one is a :class:`UserError` naming
+    ``what``. CSV is read as ``neardup dedupe``'s Spark reader reads it where it matters to a
+    text: a header row, quoted values holding line breaks, empty fields as nulls; compressed
+    text files by their suffix."""
     file_format: Any = fmt
     if fmt == "csv":
         file_format = ds.CsvFileFormat(
@@ -85,6 +90,10 @@ def dataset_of(path: str, what: str, fmt: str = "parquet") -> ds.Dataset:
             convert_options=pacsv.ConvertOptions(null_values=[""], strings_can_be_null=True),
         )
     try:
+        if files:
+            fs = pyarrow_filesystem(files[0])[0]
+            listed = [pyarrow_filesystem(file)[1] for file in files]
+            return ds.dataset(listed, format=file_format, filesystem=fs)
         fs, inner = pyarrow_filesystem(path)
         return ds.dataset(inner, format=file_format, filesystem=fs)
     except FileNotFoundError:
@@ -101,9 +110,17 @@ def parquet_dataset(path: str, what: str) -> ds.Dataset:
 def corpus_dataset(
     path: str, what: str = "corpus", fmt: str | None = None, fallback: str | None = None
 ) -> ds.Dataset:
-    """An input corpus in ``fmt``, else in whichever input format its files' names say
-    (:func:`input_format`, with ``fallback``)."""
-    return dataset_of(path, what, fmt or input_format(path, fallback))
+    """An input corpus (a file, a directory or, as for ``neardup dedupe``, a glob) in ``fmt``,
+    else in whichever input format its files' names say (:func:`input_format`, with
+    ``fallback``)."""
+    files = None
+    if has_glob(path):
+        try:
+            files = list_data_files(None, path)[0]
+        except UserError:
+            raise UserError(f"{what} not found: nothing matches {path}") from None
+    fmt = fmt or input_format(files[0] if files else path, fallback)
+    return dataset_of(path, what, fmt, files)
 
 
 def require_columns(schema: pa.Schema, columns: Sequence[str], what: str, path: str) -> None:

@@ -207,6 +207,8 @@ def test_a_corpus_in_another_input_format_gives_the_same_pair(tmp_path, fmt):
         orc.write_table(table, corpus / "part-0.orc")
     (corpus / "_SUCCESS").write_text("")
     assert read_pair(str(corpus), "b", "a") == ("b", "a", texts[1], D1)
+    # A glob, as dedupe takes one: its files' format and rows.
+    assert read_pair(str(corpus / "part-*"), "b", "a") == ("b", "a", texts[1], D1)
     result = explain(str(corpus), "a", "c", build_config(options={"ngram": 3}))
     assert result["jaccard"] == pytest.approx(1 / 3)
 
