@@ -102,14 +102,19 @@ def test_two_commits_of_one_version_one_wins_the_other_changes_nothing(tmp_path)
     assert sorted(p.name for p in (tmp_path / COMMITS_DIR).iterdir()) == ["v000001", "v000002"]
 
 
-def test_old_log_entries_go_with_their_versions(tmp_path):
-    storage, root = LocalStorage(), str(tmp_path)
-    index = Index(None, root, storage, None)  # type: ignore[arg-type]
+def five_committed_versions(tmp_path) -> Index:
+    """An index at ``tmp_path`` that committed versions 1 to 5, one night each."""
+    index = Index(None, str(tmp_path), LocalStorage(), None)  # type: ignore[arg-type]
     previous = None
     for number in range(1, 6):
         manifest = version(number, f"{number:04x}", previous=previous)
         index.commit(manifest, run=f"night{number}")
         previous = manifest["name"]
+    return index
+
+
+def test_old_log_entries_go_with_their_versions(tmp_path):
+    index = five_committed_versions(tmp_path)
     (tmp_path / "_lock").write_text("{}")  # a writer's lease is part of the index
     index.collect_garbage(keep=2)
     assert sorted(p.name for p in (tmp_path / COMMITS_DIR).iterdir()) == ["v000004", "v000005"]
@@ -120,16 +125,11 @@ def test_a_lost_current_after_old_log_entries_went_still_finds_the_committed_ver
     """CURRENT gone (a replace that deletes before it renames, killed between the two) once the
     first log entries went with their versions: the log's newest entry is the committed
     version, not "no index yet" (whose next commit's clean-up would delete every version)."""
-    storage, root = LocalStorage(), str(tmp_path)
-    index = Index(None, root, storage, None)  # type: ignore[arg-type]
-    previous = None
-    for number in range(1, 6):
-        manifest = version(number, f"{number:04x}", previous=previous)
-        index.commit(manifest, run=f"night{number}")
-        previous = manifest["name"]
+    root = str(tmp_path)
+    index = five_committed_versions(tmp_path)
     index.collect_garbage(keep=2)
     (tmp_path / "CURRENT").unlink()
-    assert read_manifest(storage, root)["name"] == "v000005-0005"
+    assert read_manifest(LocalStorage(), root)["name"] == "v000005-0005"
     opened = Index.open(None, root)  # type: ignore[arg-type]
     assert opened.version == 5
     assert (tmp_path / "CURRENT").read_text() == "v000005-0005\n"  # brought back

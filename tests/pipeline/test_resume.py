@@ -50,17 +50,27 @@ def uninterrupted(spark, corpus, tmp_path_factory):
     return out, report
 
 
-def crash_after(monkeypatch, stage: str) -> None:
+def run_killed_after(monkeypatch, stage: str, *args) -> None:
+    """``run(*args)`` stopped right after ``stage`` finished, as a kill there would stop it."""
+
     def pause(point: str) -> None:
         if point == f"after_{stage}":
             raise Crash(point)
 
-    monkeypatch.setattr(resume, "pause_if_asked", pause)
+    with monkeypatch.context() as patched:
+        patched.setattr(resume, "pause_if_asked", pause)
+        with pytest.raises(Crash):
+            run(*args)
+
+
+def staged_run(out):
+    """The one unfinished run's directory under ``out/_staging``."""
+    (run_dir,) = (out / "_staging").iterdir()
+    return run_dir
 
 
 def staged_markers(out) -> list[str]:
-    (run_dir,) = (out / "_staging").iterdir()
-    return sorted(p.stem for p in (run_dir / "stages").glob("*.json"))
+    return sorted(p.stem for p in (staged_run(out) / "stages").glob("*.json"))
 
 
 @pytest.mark.parametrize("stage", ["candidates", "components"])
@@ -70,10 +80,7 @@ def test_a_run_stopped_after_a_stage_resumes_with_the_same_outputs(
     whole, whole_report = uninterrupted
     finished = list(resume.STAGES[: resume.STAGES.index(stage) + 1])
     out = tmp_path / "out"
-    with monkeypatch.context() as patched:
-        crash_after(patched, stage)
-        with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), config())
+    run_killed_after(monkeypatch, stage, spark, str(corpus), str(out), config())
     assert staged_markers(out) == sorted(finished)
     assert not (out / "_SUCCESS").exists()
     report = run(spark, str(corpus), str(out), config())
@@ -94,10 +101,7 @@ def test_a_run_stopped_after_a_stage_resumes_with_the_same_outputs(
 
 def test_a_changed_config_starts_afresh_and_says_so(spark, corpus, tmp_path, monkeypatch):
     out = tmp_path / "out"
-    with monkeypatch.context() as patched:
-        crash_after(patched, "sketch")
-        with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), config())
+    run_killed_after(monkeypatch, "sketch", spark, str(corpus), str(out), config())
     report = run(spark, str(corpus), str(out), config(threshold=0.9))
     assert report["resumed_stages"] == []
     (why,) = report["resume"]["started_afresh"]
@@ -111,10 +115,7 @@ def test_a_changed_input_starts_afresh_and_says_so(spark, corpus, tmp_path, monk
     for part in corpus.iterdir():
         (changed / part.name).write_bytes(part.read_bytes())
     out = tmp_path / "out"
-    with monkeypatch.context() as patched:
-        crash_after(patched, "exact")
-        with pytest.raises(Crash):
-            run(spark, str(changed), str(out), config())
+    run_killed_after(monkeypatch, "exact", spark, str(changed), str(out), config())
     table = pq.read_table(changed / "part-1.parquet")
     pq.write_table(table.slice(0, 200), changed / "part-1.parquet")  # 100 documents fewer
     report = run(spark, str(changed), str(out), config())
@@ -127,10 +128,7 @@ def test_a_changed_input_starts_afresh_and_says_so(spark, corpus, tmp_path, monk
 def test_resume_false_starts_afresh(spark, corpus, uninterrupted, tmp_path, monkeypatch):
     whole, _ = uninterrupted
     out = tmp_path / "out"
-    with monkeypatch.context() as patched:
-        crash_after(patched, "verify")
-        with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), config())
+    run_killed_after(monkeypatch, "verify", spark, str(corpus), str(out), config())
     assert staged_markers(out) == ["candidates", "exact", "sketch", "verify"]
     report = run(spark, str(corpus), str(out), config(), resume=False)
     assert report["resumed_stages"] == []
@@ -147,11 +145,8 @@ def test_components_are_done_again_when_a_killed_commit_moved_pairs_out(
     leaves the marker without it: the rerun does the components (and pairs/) again."""
     whole, _ = uninterrupted
     out = tmp_path / "out"
-    with monkeypatch.context() as patched:
-        crash_after(patched, "components")
-        with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), config())
-    (run_dir,) = (out / "_staging").iterdir()
+    run_killed_after(monkeypatch, "components", spark, str(corpus), str(out), config())
+    run_dir = staged_run(out)
     (run_dir / "pairs").rename(out / "pairs")  # as a commit does, before it was killed
     report = run(spark, str(corpus), str(out), config())
     assert report["resumed_stages"] == ["sketch", "exact", "candidates", "verify"]
@@ -168,10 +163,7 @@ def test_a_small_run_keeps_the_per_document_pass_and_the_components(
     whole = run(spark, str(corpus), str(tmp_path / "whole"), small)
     assert whole["stages_on_driver"] == ["exact", "candidates", "verify"]
     out = tmp_path / "out"
-    with monkeypatch.context() as patched:
-        crash_after(patched, "components")
-        with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), small)
+    run_killed_after(monkeypatch, "components", spark, str(corpus), str(out), small)
     assert staged_markers(out) == ["components", "sketch"]
     report = run(spark, str(corpus), str(out), small)
     assert report["resumed_stages"] == ["sketch", "components"]
@@ -187,10 +179,7 @@ def test_the_nightly_benchs_timed_full_runs_start_afresh(spark, corpus, tmp_path
     from neardup_spark.bench.nightly import full_run
 
     out = tmp_path / "out"
-    with monkeypatch.context() as patched:
-        crash_after(patched, "candidates")
-        with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), config())
+    run_killed_after(monkeypatch, "candidates", spark, str(corpus), str(out), config())
     assert staged_markers(out) == ["candidates", "exact", "sketch"]
     report = full_run(spark, str(corpus), str(out), config())
     assert report["resumed_stages"] == [] and "sketch" in report["stage_seconds"]
@@ -205,11 +194,8 @@ def test_a_kept_stage_with_a_file_gone_or_cut_off_is_done_again(
     again, with the uninterrupted run's outputs, instead of losing rows."""
     whole, whole_report = uninterrupted
     out = tmp_path / "out"
-    with monkeypatch.context() as patched:
-        crash_after(patched, "components")
-        with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), config())
-    (run_dir,) = (out / "_staging").iterdir()
+    run_killed_after(monkeypatch, "components", spark, str(corpus), str(out), config())
+    run_dir = staged_run(out)
     sketch_files = sorted((run_dir / "stages" / "sketch").glob("part-*"))
     sketch_files[0].unlink()
     verify_file = sorted((run_dir / "stages" / "verify").glob("part-*"))[0]
@@ -231,19 +217,13 @@ def test_a_cut_off_run_file_or_marker_is_not_resumed_and_stops_nothing(
     cut-off one makes the rerun start afresh or do its stage again, not fail on every rerun."""
     whole, _ = uninterrupted
     out = tmp_path / "out"
-    with monkeypatch.context() as patched:
-        crash_after(patched, "exact")
-        with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), config())
-    (run_dir,) = (out / "_staging").iterdir()
+    run_killed_after(monkeypatch, "exact", spark, str(corpus), str(out), config())
+    run_dir = staged_run(out)
     (run_dir / "stages" / "exact.json").write_text('{"stage": "ex')
     report = run(spark, str(corpus), str(out), config())
     assert report["resumed_stages"] == ["sketch"]
-    with monkeypatch.context() as patched:
-        crash_after(patched, "sketch")
-        with pytest.raises(Crash):
-            run(spark, str(corpus), str(tmp_path / "again"), config())
-    (run_dir,) = (tmp_path / "again" / "_staging").iterdir()
+    run_killed_after(monkeypatch, "sketch", spark, str(corpus), str(tmp_path / "again"), config())
+    run_dir = staged_run(tmp_path / "again")
     (run_dir / "run.json").write_text("")
     report = run(spark, str(corpus), str(tmp_path / "again"), config())
     assert report["resumed_stages"] == []
