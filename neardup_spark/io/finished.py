@@ -5,7 +5,6 @@ config it ran with, its Parquet tables, and its input corpus (in any input forma
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,20 +58,6 @@ def config_of_run(output: str) -> DedupeConfig:
 FORMAT_NAMES = {"parquet": "Parquet", "json": "JSON lines", "csv": "CSV", "orc": "ORC"}
 
 
-def input_format(path: str, fallback: str | None = None) -> str:
-    """The format of a corpus, as ``neardup dedupe`` guesses it from its files' names (a local
-    directory: from the first data file in it); ``fallback`` (the ``--input-format`` a run was
-    given, say), else Parquet, when the names say nothing."""
-    fmt = format_of(path)
-    if fmt is None and "://" not in path and os.path.isdir(path):
-        for _, dirs, files in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
-            fmt = next((f for f in map(format_of, sorted(files)) if f), None)
-            if fmt is not None:
-                break
-    return fmt or fallback or "parquet"
-
-
 def dataset_of(
     path: str, what: str, fmt: str = "parquet", files: list[str] | None = None
 ) -> ds.Dataset:
@@ -111,16 +96,17 @@ def corpus_dataset(
     path: str, what: str = "corpus", fmt: str | None = None, fallback: str | None = None
 ) -> ds.Dataset:
     """An input corpus (a file, a directory or, as for ``neardup dedupe``, a glob) in ``fmt``,
-    else in whichever input format its files' names say (:func:`input_format`, with
-    ``fallback``)."""
-    files = None
-    if has_glob(path):
-        try:
-            files = list_data_files(None, path)[0]
-        except UserError:
-            raise UserError(f"{what} not found: nothing matches {path}") from None
-    fmt = fmt or input_format(files[0] if files else path, fallback)
-    return dataset_of(path, what, fmt, files)
+    else in the format its files' names say, else ``fallback`` (the ``--input-format`` a run
+    was given, say), else Parquet."""
+    try:
+        files = list_data_files(None, path)[0]  # as dedupe lists them: no _* or .* names
+    except UserError as exc:  # named as the caller names the corpus
+        missing = str(exc).removeprefix("input not found: ")
+        if missing == str(exc):
+            raise
+        raise UserError(f"{what} not found: {missing}") from None
+    fmt = fmt or next(filter(None, map(format_of, files)), None) or fallback or "parquet"
+    return dataset_of(path, what, fmt, files if has_glob(path) else None)
 
 
 def require_columns(schema: pa.Schema, columns: Sequence[str], what: str, path: str) -> None:
@@ -141,12 +127,12 @@ def read_table(
     fallback: str | None = None,
 ) -> pa.Table:
     """A whole dataset as one table (``columns``: only these, checked first): Parquet, or with
-    ``corpus`` an input corpus in any input format (:func:`input_format`, with ``fallback``)."""
-    fmt = input_format(path, fallback) if corpus else "parquet"
-    dataset = dataset_of(path, what, fmt)
+    ``corpus`` an input corpus in any input format (:func:`corpus_dataset`)."""
+    dataset = corpus_dataset(path, what, None, fallback) if corpus else parquet_dataset(path, what)
     if columns is not None:
         require_columns(dataset.schema, columns, what, path)
     try:
         return dataset.to_table(columns=list(columns) if columns is not None else None)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise UserError(f"cannot read {what} {path} as {FORMAT_NAMES[fmt]}: {exc}") from None
+        shown = FORMAT_NAMES[dataset.format.default_extname]
+        raise UserError(f"cannot read {what} {path} as {shown}: {exc}") from None

@@ -1,5 +1,6 @@
-"""The input formats a corpus may have, and the format a file's name says; no Spark (the
-``neardup explain`` reader, without a session, uses them too)."""
+"""The input formats a corpus may have, and the format a file's name says: plain rules on names,
+shared by the Spark reader (:mod:`.formats`), the driver-side corpus reader of ``explain``,
+``evaluate`` and the report (:mod:`.finished`) and the command line's ``--input-format``."""
 
 from __future__ import annotations
 
