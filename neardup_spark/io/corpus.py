@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -305,14 +307,33 @@ def check_ids(df: DataFrame, id_col: str) -> None:
         .limit(MAX_IDS_IN_MESSAGE + 1)
         .collect()
     )
+    refuse_bad_ids([(row[id_col], row["count"]) for row in bad], id_col)
+
+
+def check_id_values(ids: pa.Array | pa.ChunkedArray, id_col: str) -> None:
+    """:func:`check_ids` over ids this process holds (the same errors, the same ids named)."""
+    if ids.null_count:
+        refuse_bad_ids([(None, ids.null_count)], id_col)
+    counts = pc.value_counts(ids)
+    repeats = counts.field("counts").to_numpy() > 1
+    found = pa.table(
+        {"id": counts.field("values").filter(repeats), "n": counts.field("counts").filter(repeats)}
+    )
+    found = found.sort_by([("id", "ascending")]).slice(0, MAX_IDS_IN_MESSAGE + 1)
+    refuse_bad_ids(list(zip(*found.to_pydict().values(), strict=True)), id_col)
+
+
+def refuse_bad_ids(bad: list[tuple[Any, int]], id_col: str) -> None:
+    """The :class:`UserError` for ``bad`` ids (``(id, count)``: null ids first, then repeated
+    ids in order, at most :data:`MAX_IDS_IN_MESSAGE` + 1 of them); nothing when empty."""
     if not bad:
         return
-    nulls = [row["count"] for row in bad if row[id_col] is None]
+    nulls = [count for value, count in bad if value is None]
     if nulls:
         raise UserError(
             f"{nulls[0]} rows have a null id in column {id_col!r}; every row needs an id"
         )
-    shown = ", ".join(f"{row[id_col]!r} ({row['count']}x)" for row in bad[:MAX_IDS_IN_MESSAGE])
+    shown = ", ".join(f"{value!r} ({count}x)" for value, count in bad[:MAX_IDS_IN_MESSAGE])
     more = " and more" if len(bad) > MAX_IDS_IN_MESSAGE else ""
     raise UserError(f"ids in column {id_col!r} are not unique: {shown}{more}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,10 @@ PROBE_SCHEMA = T.StructType(
         T.StructField(ROW, T.LongType(), False),
     ]
 )
+PROBE_ARROW_SCHEMA = pa.schema(
+    [(KIND, pa.int32()), (BAND_KEY, pa.int64()), (EXACT_FP, pa.int64()), (PART, pa.string()),
+     (ROW, pa.int64())]
+)  # fmt: skip
 TEXTS_SCHEMA = T.StructType(
     [T.StructField(DOC_ID, T.LongType(), False), T.StructField(TEXT, T.StringType(), True)]
 )
@@ -159,11 +164,8 @@ def _probe_fn(
                         pa.array([path] * (n_known + n_match), pa.string()),
                         pa.array(np.r_[np.full(n_known, -1), hits.rows].astype(np.int64)),
                     ],
-                    schema=pa.schema(
-                        [(KIND, pa.int32()), (BAND_KEY, pa.int64()), (EXACT_FP, pa.int64()),
-                         (PART, pa.string()), (ROW, pa.int64())]
-                    ),
-                )  # fmt: skip
+                    schema=PROBE_ARROW_SCHEMA,
+                )
 
     return run
 
@@ -185,6 +187,27 @@ def probe_index(
     tasks = max(1, min(len(parts), 2 * default_parallelism(spark)))
     probe = _probe_fn(parts, checksums or {}, batch_fps, batch_keys, top)
     return part_numbers(spark, len(parts), tasks).mapInArrow(probe, PROBE_SCHEMA)
+
+
+def probe_in_process(
+    parts: list[str],
+    batch_fps: np.ndarray,
+    batch_keys: np.ndarray,
+    top: int,
+    checksums: dict[str, str] | None = None,
+    threads: int = 2,
+) -> pa.Table:
+    """:func:`probe_index`'s rows, the parts scanned by ``threads`` threads of this process
+    (local mode: the cores a Spark job would use, without its tasks and Python workers); in
+    part order, whatever finishes first."""
+    probe = _probe_fn(parts, checksums or {}, batch_fps, batch_keys, top)
+
+    def scan(number: int) -> list[pa.RecordBatch]:
+        return list(probe([pa.record_batch([pa.array([number], pa.int64())], names=["id"])]))
+
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        scanned = [batch for found in pool.map(scan, range(len(parts))) for batch in found]
+    return pa.Table.from_batches(scanned, schema=PROBE_ARROW_SCHEMA)
 
 
 def part_numbers(spark: SparkSession, n_parts: int, tasks: int) -> DataFrame:

@@ -36,8 +36,17 @@ from neardup_spark.columns import (
 )
 from neardup_spark.kernels.lsh import bucket_pairs
 from neardup_spark.nightly.content_files import TEXTS_SUFFIX, read_texts
-from neardup_spark.nightly.contents import KIND, KNOWN, MATCH, PART, ROW, probe_index
+from neardup_spark.nightly.contents import (
+    KIND,
+    KNOWN,
+    MATCH,
+    PART,
+    ROW,
+    probe_in_process,
+    probe_index,
+)
 from neardup_spark.nightly.docs import current_rows_collected
+from neardup_spark.nightly.driver_read import in_process_threads
 from neardup_spark.nightly.index_scan import IndexTable, keys_frame
 from neardup_spark.nightly.stable_ids import (
     IS_OLD,
@@ -69,10 +78,14 @@ class Night:
     contents: pa.Table  # exact_fp, doc_id (its smallest document), band_keys: distinct texts
 
 
-def night_on_driver(ctx: BatchContext, features: DataFrame) -> Night:
-    """The per-document table of the batch, collected (one row per document, no texts), and
-    its distinct contents, each with its smallest document."""
-    table = to_arrow(features.select(DOC_ID, HAS_TEXT, EXACT_FP, BAND_KEYS))
+def night_on_driver(ctx: BatchContext, features: DataFrame | pa.Table) -> Night:
+    """The per-document table of the batch, collected (one row per document, no texts) unless
+    this process computed it, and its distinct contents, each with its smallest document."""
+    columns = [DOC_ID, HAS_TEXT, EXACT_FP, BAND_KEYS]
+    if isinstance(features, pa.Table):
+        table = features.select(columns)
+    else:
+        table = to_arrow(features.select(*columns))
     docs = table.select([DOC_ID, HAS_TEXT, EXACT_FP])
     texts = table.filter(table.column(HAS_TEXT))
     order = pc.sort_indices(texts, [(EXACT_FP, "ascending"), (DOC_ID, "ascending")])
@@ -90,7 +103,8 @@ class Probed:
 
 
 def probe_on_driver(ctx: BatchContext, night: Night) -> Probed:
-    """The one scan of every contents part (a Spark job; its few rows come back)."""
+    """The one scan of every contents part: by threads of this process in local mode, else a
+    Spark job (its few rows come back)."""
     parts = ctx.index.content_parts()
     empty = pa.table(
         {
@@ -105,7 +119,12 @@ def probe_on_driver(ctx: BatchContext, night: Night) -> Probed:
     fps = np.sort(night.contents.column(EXACT_FP).to_numpy())
     keys = np.unique(pc.list_flatten(night.contents.column(BAND_KEYS)).to_numpy())
     top, checksums = ctx.config.bucket_all_pairs_max, ctx.index.keys_checksums()
-    hits = to_arrow(probe_index(ctx.spark, parts, fps, keys, top, checksums))
+    threads = in_process_threads(ctx.spark)
+    if threads:
+        hits = probe_in_process(parts, fps, keys, top, checksums, threads)
+        ctx.timer.on_driver.append("probe")
+    else:
+        hits = to_arrow(probe_index(ctx.spark, parts, fps, keys, top, checksums))
     kind = hits.column(KIND).to_numpy()
     known = np.unique(hits.column(EXACT_FP).to_numpy()[kind == KNOWN])
     matches = hits.filter(pa.array(kind == MATCH)).select([BAND_KEY, EXACT_FP, PART, ROW])
@@ -174,13 +193,7 @@ def texts_on_driver(ctx: BatchContext, fresh: pa.Table, stored: pa.Table) -> pa.
     ]
     with ThreadPoolExecutor(_READ_THREADS) as pool:
         reads = [pool.submit(read_texts, part + TEXTS_SUFFIX, rows) for part, rows in by_part]
-        spark = ctx.spark
-        reps = from_arrow(spark, fresh.select([DOC_ID, EXACT_FP]))
-        rows = to_arrow(
-            batch_documents(ctx.df, ctx.config)
-            .join(maybe_broadcast(reps, fresh.num_rows), DOC_ID)
-            .select(EXACT_FP, TEXT)
-        )
+        rows = _new_texts(ctx, fresh)
         normalize = normalized_texts_fn(ctx.config)
         fp_parts = [rows.column(EXACT_FP).combine_chunks()]
         text_parts = [normalize(rows.column(TEXT).combine_chunks()).cast(pa.large_string())]
@@ -190,6 +203,22 @@ def texts_on_driver(ctx: BatchContext, fresh: pa.Table, stored: pa.Table) -> pa.
             text_parts.append(texts.cast(pa.large_string()))
     return pa.table(
         {EXACT_FP: pa.chunked_array(fp_parts, pa.int64()), TEXT: pa.chunked_array(text_parts)}
+    )
+
+
+def _new_texts(ctx: BatchContext, fresh: pa.Table) -> pa.Table:
+    """``exact_fp``, ``text`` (as read) of the ``fresh`` contents' documents: from the batch
+    this process read, else from the input by a Spark join."""
+    if ctx.documents is not None:
+        where = pc.index_in(fresh.column(DOC_ID), value_set=ctx.documents.column(DOC_ID))
+        return pa.table(
+            {EXACT_FP: fresh.column(EXACT_FP), TEXT: ctx.documents.column(TEXT).take(where)}
+        )
+    reps = from_arrow(ctx.spark, fresh.select([DOC_ID, EXACT_FP]))
+    return to_arrow(
+        batch_documents(ctx.df, ctx.config)
+        .join(maybe_broadcast(reps, fresh.num_rows), DOC_ID)
+        .select(EXACT_FP, TEXT)
     )
 
 

@@ -75,9 +75,11 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
-from pyspark.sql import SparkSession
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from neardup_spark import __version__
@@ -91,10 +93,12 @@ from neardup_spark.io.corpus import (
     read_corpus,
 )
 from neardup_spark.io.filesystem import join
+from neardup_spark.io.formats import guess_format
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.io.paths import check_writable
 from neardup_spark.io.storage import storage_for
+from neardup_spark.nightly.driver_read import features_in_process, may_read_in_process
 from neardup_spark.nightly.driver_run import index_on_driver
 from neardup_spark.nightly.publish import publish_batch
 from neardup_spark.nightly.spark_run import index_with_spark
@@ -216,8 +220,11 @@ def run_incremental(
     check_writable(index_dir, "index")
     storage = storage_for(spark, index_dir)
     # A fresh process's first Python workers (imports, kernels) start while the driver reads
-    # the index and the input's metadata, as in a full run.
-    workers_started = start_python_workers(spark)
+    # the index and the input's metadata, as in a full run; a batch read here needs none.
+    if may_read_in_process(spark, source, config):
+        workers_started: Callable[[], None] = lambda: None  # noqa: E731
+    else:
+        workers_started = start_python_workers(spark)
     with hold_lease(storage, index_dir, "nightly run", lock_timeout) as lease:
         index = open_index(spark, index_dir, config, buckets)
         index.lease = lease
@@ -258,6 +265,7 @@ def index_and_publish(
         )
         check_columns(df, config.id_col, config.text_col)
     id_type = "string" if isinstance(df.schema[config.id_col].dataType, T.StringType) else "bigint"
+    input_format = source.format or guess_format([f["path"] for f in inputs], source.path)
     index.check_id_type(id_type)
     batch = index.batch(run_id)
     with out.locked(lock_timeout):
@@ -272,7 +280,7 @@ def index_and_publish(
             context = BatchContext(
                 spark, df, index, config, run_id, inputs, id_type,
                 index.buckets if index.exists else (buckets or DEFAULT_BUCKETS),
-                timer, started, skipped, session,
+                timer, started, skipped, session, input_format,
             )  # fmt: skip
             batch = index_batch(context)
             index.collect_garbage(keep_versions)
@@ -291,12 +299,16 @@ def index_batch(ctx: BatchContext) -> dict[str, Any]:
     entry of the manifest. After the per-document pass, a batch of up to
     ``nightly_driver_max_docs`` documents is indexed on the driver, a larger one in Spark jobs
     (same results)."""
-    features = batch_features(ctx)
+    features: DataFrame | pa.Table | None = features_in_process(ctx)
+    if features is None:
+        features = batch_features(ctx)
     if ctx.n_new <= ctx.config.nightly_driver_max_docs:
         night = index_on_driver(ctx, features)
     else:
+        assert isinstance(features, DataFrame)  # a batch read here is within the driver's size
         night = index_with_spark(ctx, features)
-    features.unpersist()
+    if isinstance(features, DataFrame):
+        features.unpersist()
     record_counts(ctx, night.stats)
     index_counts = after_counts(ctx, night.stats, night.touched_clusters)
     report = batch_report(ctx, index_counts, night.components, bool(night.segment["rows"]))
@@ -366,6 +378,7 @@ def batch_report(
         "banding": banding_section(config),
         "spark": spark_section(ctx.spark),
         "stage_seconds": ctx.timer.seconds,
+        "stages_on_driver": list(ctx.timer.on_driver),
         "wall_seconds": round(wall, 3),
         "docs_per_second": round(ctx.n_new / wall, 1) if wall else None,
     }

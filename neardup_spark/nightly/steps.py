@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -78,8 +79,11 @@ class BatchContext:
     started: float
     skipped: list[dict[str, str]]
     session: SessionSettings | None
+    input_format: str | None = None  # the batch's files' format (None: an input table)
     nonce: str = field(default_factory=new_nonce)
     counts: dict[str, int] = field(default_factory=dict)
+    # The batch's doc_id and text, when this process read it (nightly/driver_read.py).
+    documents: pa.Table | None = None
 
     @property
     def seq(self) -> int:

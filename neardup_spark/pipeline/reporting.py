@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -94,6 +96,28 @@ def input_count_columns(ngram: int, char_ngram: int) -> dict[str, Column]:
         "replaced_bytes": F.sum(F.col(REPLACED_BYTES).cast("long")),
         "text_chars": F.sum(F.col(N_CHARS).cast("long")),
     }
+
+
+def input_counts(features: pa.Table, ngram: int, char_ngram: int) -> dict[str, int]:
+    """:func:`input_count_columns`' counts over a per-document table this process holds."""
+
+    def column(name: str) -> np.ndarray:
+        return features.column(name).to_numpy(zero_copy_only=False)
+
+    null, has_text, words = column(TEXT_IS_NULL), column(HAS_TEXT), column(N_WORDS)
+    char_unit, replaced = column(CHAR_UNIT), column(REPLACED_BYTES)
+    shortest = np.where(char_unit, char_ngram, ngram)
+    counts = {
+        "input_rows": features.num_rows,
+        "null_texts": np.count_nonzero(null),
+        "empty_texts": np.count_nonzero(~has_text & ~null),
+        "short_texts": np.count_nonzero((words > 0) & (words < shortest)),
+        "char_shingled_texts": np.count_nonzero(char_unit),
+        "texts_with_replaced_bytes": np.count_nonzero(replaced > 0),
+        "replaced_bytes": replaced.sum(dtype=np.int64),
+        "text_chars": column(N_CHARS).sum(dtype=np.int64),
+    }
+    return {name: int(value) for name, value in counts.items()}
 
 
 def banding_section(config: DedupeConfig) -> dict[str, Any]:

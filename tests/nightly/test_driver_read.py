@@ -1,0 +1,150 @@
+"""A small night in local mode reads and sketches its batch in this process and scans the index's
+keys with threads (nightly/driver_read.py): the same index, outputs, counts and errors as when
+its per-document pass runs as Spark tasks (``nightly_driver_read_max_bytes: 0``)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.config import build_config
+from neardup_spark.errors import UserError
+from neardup_spark.nightly.content_files import KEYS_SUFFIX, read_keys
+from neardup_spark.nightly.contents import probe_in_process, probe_index
+from neardup_spark.nightly.run import run_incremental
+from neardup_spark.nightly.store import Index
+from neardup_spark.quality.generate import generate_corpus
+from neardup_spark.runtime.spark_compat import to_arrow
+from tests.nightly.history import canonical, index_assignment, read
+
+SPARK_TASKS = {"nightly_driver_read_max_bytes": 0}
+WORDS = " ".join(f"w{i}" for i in range(80))
+# What the input counts tell apart: a null text, an empty one, a short one (fewer words than a
+# shingle), a text shingled by characters, one with bytes replaced (invalid UTF-8), exact copies.
+ODD_ROWS = [
+    (9001, None),
+    (9002, ""),
+    (9003, "too short"),
+    (9004, "重复文档检测是数据清洗中的一个重要步骤" * 3),
+    (9005, WORDS),
+    (9006, WORDS),
+]
+
+
+def night_table(corpus: pa.Table, ids: np.ndarray, extra: list[tuple[int, str | None]]) -> pa.Table:
+    """Rows ``ids`` of ``corpus`` under integer ids (int32 in the file, bigint to Spark) and a
+    binary text column (one text with an invalid UTF-8 byte), plus ``extra``."""
+    texts = [t.encode() for t in corpus.column("text").take(pa.array(ids)).to_pylist()]
+    texts += [None if t is None else t.encode() for _, t in extra]
+    texts[0] = texts[0] + b" \xff"
+    return pa.table(
+        {
+            "id": pa.array([*ids.tolist(), *(i for i, _ in extra)], pa.int32()),
+            "text": pa.array(texts, pa.binary()),
+            "lang": pa.array(["en"] * (len(ids) + len(extra))),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def nights(spark, tmp_path_factory):
+    """Two nights (the second with copies and near-duplicates of the first), each way."""
+    root = tmp_path_factory.mktemp("driver-read")
+    corpus, _ = generate_corpus(240, seed=11, mean_words=80)
+    order = np.random.default_rng(3).permutation(corpus.num_rows)
+    batches = [night_table(corpus, order[:120], ODD_ROWS), night_table(corpus, order[120:], [])]
+    for number, table in enumerate(batches, start=1):
+        (root / f"in{number}").mkdir()
+        pq.write_table(table, root / f"in{number}" / "part-0.parquet")
+    reports = {}
+    for way, options in (("driver", {}), ("spark", SPARK_TASKS)):
+        config = build_config(options=options)
+        for number in (1, 2):
+            reports[way, number] = run_incremental(
+                spark,
+                str(root / f"in{number}"),
+                str(root / f"out-{way}-{number}"),
+                str(root / f"index-{way}"),
+                config,
+            )
+    return {"root": root, "reports": reports}
+
+
+def test_a_night_read_here_equals_one_read_by_spark_tasks(spark, nights):
+    root, reports = nights["root"], nights["reports"]
+    for number in (1, 2):
+        ours, theirs = reports["driver", number], reports["spark", number]
+        assert ours["counts"] == theirs["counts"]
+        for name in ("clusters", "pairs", "changed_clusters", "deduplicated"):
+            mine = canonical(read(root / f"out-driver-{number}" / name))
+            assert mine.equals(canonical(read(root / f"out-spark-{number}" / name))), name
+    first = reports["driver", 1]["counts"]
+    assert first["null_texts"] == 1 and first["empty_texts"] == 1 and first["short_texts"] == 1
+    assert first["char_shingled_texts"] == 1 and first["texts_with_replaced_bytes"] == 1
+    assert reports["driver", 2]["counts"]["near_pairs"] > 0
+    assert index_assignment(spark, root / "index-driver") == index_assignment(
+        spark, root / "index-spark"
+    )
+
+
+def test_the_report_names_what_ran_in_this_process(nights):
+    reports, root = nights["reports"], nights["root"]
+    assert reports["driver", 1]["stages_on_driver"] == ["sketch"]  # nothing indexed to probe
+    assert reports["driver", 2]["stages_on_driver"] == ["sketch", "probe"]
+    assert reports["spark", 2]["stages_on_driver"] == ["probe"]
+    published = json.loads((root / "out-driver-2" / "report.json").read_text())
+    assert published["stages_on_driver"] == ["sketch", "probe"]
+
+
+def test_the_keys_scan_in_threads_equals_the_spark_job(spark, nights):
+    """Some indexed contents' fingerprints and band keys, and others no content has."""
+    index = Index.open(spark, str(nights["root"] / "index-driver"))
+    parts = index.content_parts()
+    stored = [read_keys(part + KEYS_SUFFIX) for part in parts]
+    fps = np.unique(np.r_[np.concatenate([f[:5] for f, _ in stored]), np.arange(1, 6)])
+    keys = np.unique(np.r_[np.concatenate([k[:7].ravel() for _, k in stored]), np.arange(1, 6)])
+    threads = probe_in_process(parts, fps, keys, 3, threads=2)
+    by_spark = to_arrow(probe_index(spark, parts, fps, keys, 3))
+    assert set(threads.column("kind").to_pylist()) == {0, 1}  # known contents and key matches
+    assert canonical(threads).equals(canonical(by_spark))
+
+
+@pytest.mark.parametrize("options", [{}, SPARK_TASKS], ids=["driver", "spark"])
+@pytest.mark.parametrize(
+    "ids, message",
+    [
+        ([1, 2, 2, 3], "ids in column 'id' are not unique: 2 (2x)"),
+        ([1, None, 3, None], "2 rows have a null id in column 'id'; every row needs an id"),
+    ],
+)
+def test_bad_ids_in_a_night_are_refused_alike(spark, tmp_path, options, ids, message):
+    (tmp_path / "in").mkdir()
+    texts = [f"{WORDS} {i}" for i in range(len(ids))]
+    pq.write_table(
+        pa.table({"id": pa.array(ids, pa.int64()), "text": texts}), tmp_path / "in" / "p.parquet"
+    )
+    with pytest.raises(UserError) as caught:
+        run_incremental(
+            spark,
+            str(tmp_path / "in"),
+            str(tmp_path / "out"),
+            str(tmp_path / "index"),
+            build_config(options=options),
+        )
+    assert str(caught.value) == message
+    assert not (tmp_path / "index" / "CURRENT").exists()
+
+
+def test_a_json_lines_night_takes_spark_tasks(spark, tmp_path):
+    (tmp_path / "in").mkdir()
+    rows = [{"id": f"d{i}", "text": f"{WORDS} {i % 3}"} for i in range(6)]
+    (tmp_path / "in" / "part-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = run_incremental(
+        spark, str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "index"), build_config()
+    )
+    assert "sketch" not in report["stages_on_driver"]
+    assert report["counts"]["input_rows"] == 6 and report["counts"]["exact_copies"] == 3
