@@ -164,12 +164,13 @@ class DedupeConfig:
     # driver (filtered PyArrow scans) when a table has up to this many rows and the driver can
     # read the index's files; else in Spark jobs. The answer is the same. 0: always Spark.
     nightly_driver_scan_max_rows: int = 20_000_000
-    # In local mode, such a night reads its batch with PyArrow and runs the per-document pass
-    # in the driver's threads, not as Spark tasks, when the batch is local Parquet files whose
-    # id and text columns are at most this many bytes uncompressed (its texts then stay in the
-    # driver's memory until the night ends); it also scans the index's keys in the driver's
-    # threads. The answer is the same. 0: always Spark tasks (nightly/driver_read.py).
-    nightly_driver_read_max_bytes: int = 512 * 2**20
+    # In local mode, a run (and a night on the driver) whose input is local Parquet files with
+    # id and text columns of at most this many bytes uncompressed reads them with PyArrow and
+    # does its per-document pass in the driver's threads, not as Spark tasks (a night keeps
+    # the texts in the driver's memory until it ends, for its verification); a night also
+    # scans the index's keys in the driver's threads. The answer is the same. 0: always Spark
+    # tasks (pipeline/in_process.py).
+    driver_read_max_bytes: int = 512 * 2**20
     # Runs of up to this many documents find their exact copies, candidates and verified pairs
     # on the driver after the per-document pass, not as Spark stages (pipeline/driver_pairs.py):
     # the same pairs, without each stage's fixed cost. 0: always as Spark stages.
@@ -249,7 +250,7 @@ class DedupeConfig:
             "components_single_task_max_edges",
             "nightly_driver_max_docs",
             "nightly_driver_scan_max_rows",
-            "nightly_driver_read_max_bytes",
+            "driver_read_max_bytes",
             "driver_max_docs",
         ):
             value = getattr(self, name)

@@ -46,7 +46,6 @@ from neardup_spark.nightly.contents import (
     probe_index,
 )
 from neardup_spark.nightly.docs import current_rows_collected
-from neardup_spark.nightly.driver_read import in_process_threads
 from neardup_spark.nightly.index_scan import IndexTable, keys_frame
 from neardup_spark.nightly.stable_ids import (
     IS_OLD,
@@ -60,6 +59,7 @@ from neardup_spark.nightly.stable_ids import (
 from neardup_spark.nightly.steps import BatchContext, batch_documents, needs_stored_edges
 from neardup_spark.nightly.store import BATCH, DOCS, FP_A, FP_B, PAIRS
 from neardup_spark.pipeline.execution import maybe_broadcast
+from neardup_spark.pipeline.in_process import in_process_threads
 from neardup_spark.runtime.engine import from_arrow
 from neardup_spark.runtime.spark_compat import to_arrow
 

@@ -98,7 +98,7 @@ from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.io.paths import check_writable
 from neardup_spark.io.storage import storage_for
-from neardup_spark.nightly.driver_read import features_in_process, may_read_in_process
+from neardup_spark.nightly.driver_read import features_in_process
 from neardup_spark.nightly.driver_run import index_on_driver
 from neardup_spark.nightly.publish import publish_batch
 from neardup_spark.nightly.spark_run import index_with_spark
@@ -111,6 +111,7 @@ from neardup_spark.nightly.store import (
     now_iso,
 )
 from neardup_spark.pipeline.execution import start_python_workers
+from neardup_spark.pipeline.in_process import may_read_in_process
 from neardup_spark.pipeline.reporting import StageTimer, banding_section
 from neardup_spark.runtime.faults import pause_if_asked
 from neardup_spark.runtime.session import spark_section

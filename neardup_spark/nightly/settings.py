@@ -24,7 +24,7 @@ NEUTRAL_SETTINGS = frozenset(
         "components_single_task_max_edges",
         "nightly_driver_max_docs",
         "nightly_driver_scan_max_rows",
-        "nightly_driver_read_max_bytes",
+        "driver_read_max_bytes",
         "driver_max_docs",
         "index_check",
         "bucket_all_pairs_max",

@@ -37,6 +37,7 @@ from neardup_spark.pipeline.execution import (
     start_python_workers,
 )
 from neardup_spark.pipeline.filtered_scans import addressed_input
+from neardup_spark.pipeline.in_process import LocalInput, local_input
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.pipeline.resume import RunPlan, StageResults, plan_run
 from neardup_spark.pipeline.steps import (
@@ -75,6 +76,7 @@ def dedupe(
     timer: StageTimer | None = None,
     write_pairs: Callable[[DataFrame], object] | None = None,
     results: StageResults | None = None,
+    local: LocalInput | None = None,
 ) -> DedupeResult:
     """Find the near-duplicate clusters of ``df`` (a DataFrame with ``config.id_col`` and
     ``config.text_col``; other columns are carried into ``deduplicated``).
@@ -83,7 +85,8 @@ def dedupe(
     connected components (a single task at most sizes, leaving the other cores free). Arrow
     batches have the session's size (``spark.sql.execution.arrow.maxRecordsPerBatch``).
     ``results`` keeps each stage's result (default: Spark's cache; :func:`run` keeps them on
-    disk, resumable).
+    disk, resumable). ``local``: ``df``'s files when this process may read them and do the
+    per-document pass itself (:mod:`~neardup_spark.pipeline.in_process`).
 
     ``config.prefer`` (a keep policy over input columns) chooses each cluster's representative.
     Raises :class:`UserError` for a missing column, a bad type, or null/duplicate ids.
@@ -103,6 +106,7 @@ def dedupe(
         cleaning.documents if cleaning else None,
         cleaning.features_of if cleaning else None,
         results,
+        local,
     )
     texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
     pairs = verified_edges(features, texts, config, timer, counts, results, addressed)
@@ -215,6 +219,7 @@ def run_locked(
         timer=timer,
         write_pairs=lambda pairs: pairs.write.mode("overwrite").parquet(staged.child("pairs")),
         results=plan.results,
+        local=local_input(spark, source, files, config, skipped_files),
     )
     keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
     with timer.stage("write"):

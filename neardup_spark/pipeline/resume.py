@@ -40,14 +40,16 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from neardup_spark import __version__
 from neardup_spark.config import DedupeConfig
 from neardup_spark.io.corpus import CorpusSource, input_files
-from neardup_spark.io.filesystem import basename
+from neardup_spark.io.filesystem import basename, join, write_parquet_file
 from neardup_spark.io.output import STAGING_DIR, OutputDir
+from neardup_spark.runtime.engine import from_arrow_batches
 from neardup_spark.runtime.faults import pause_if_asked
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,11 @@ class StageResults:
         kept = self._cached[stage] = df.persist(level)
         row = kept.agg(*[column.alias(name) for name, column in metrics.items()]).first()
         return kept, _as_counts(row.asDict() if row is not None else {})
+
+    def keep_table(self, stage: str, spark: SparkSession, table: pa.Table, parts: int) -> DataFrame:
+        """``stage``'s result computed in this process (an Arrow table) as the DataFrame later
+        steps read, in ``parts`` partitions (here its Arrow batches, sent to the JVM once)."""
+        return from_arrow_batches(spark, table).coalesce(max(1, parts))
 
     def release(self, *stages: str) -> None:
         """Free what :meth:`keep` cached for ``stages`` (their readers are done)."""
@@ -169,6 +176,17 @@ class StagedResults(StageResults):
         path = self._staged.child(self._result(stage))
         df.observe(observed, *columns).write.mode("overwrite").parquet(path)
         return self.load(stage), _as_counts(observed.get)
+
+    def keep_table(self, stage: str, spark: SparkSession, table: pa.Table, parts: int) -> DataFrame:
+        """Write the table as ``parts`` Parquet files (replacing what a killed attempt left),
+        from this process, and read it back."""
+        result = self._result(stage)
+        self._staged.delete(result)
+        step = -(-table.num_rows // max(1, parts))
+        for number, start in enumerate(range(0, max(table.num_rows, 1), step or 1)):
+            name = f"part-{number:05d}.parquet"
+            write_parquet_file(join(self._staged.child(result), name), table.slice(start, step))
+        return self.load(stage)
 
     def finish(self, stage: str, marker: dict[str, Any]) -> None:
         # The data files of the stage's result and of the outputs staged with it, and their

@@ -34,10 +34,12 @@ from neardup_spark.pipeline.execution import (
     verify_partitions,
 )
 from neardup_spark.pipeline.filtered_scans import AddressedInput
+from neardup_spark.pipeline.in_process import LocalInput, features_table
 from neardup_spark.pipeline.reporting import (
     StageTimer,
     banding_section,
     input_count_columns,
+    input_counts,
     simhash_section,
 )
 from neardup_spark.pipeline.resume import StageResults
@@ -75,19 +77,34 @@ def document_table(
     documents: DataFrame | None = None,
     features_of: Callable[[DataFrame], DataFrame] | None = None,
     results: StageResults | None = None,
+    local: LocalInput | None = None,
 ) -> tuple[DataFrame, dict[str, int]]:
     """The one per-document pass (kept in ``results``; no shingle sets: verification
     recomputes those of the candidates only) and the input counts, with the id check running
     alongside it (a bad id cancels the pass and is the error raised). ``check_ids`` times what
     is left of the check once the pass is done. ``documents`` (``doc_id``, ``text``; default:
     ``df``'s id and text columns) is what the pass reads; ``features_of`` replaces the pass
-    (the boilerplate step's cleaning one)."""
+    (the boilerplate step's cleaning one). ``local``: ``df``'s files, which this process may
+    read and sketch itself (:mod:`~neardup_spark.pipeline.in_process`; ids checked first)."""
     results = results or StageResults()
     done = results.finished("sketch")
     if done is not None:  # its ids were checked by the run that finished it
         counts = dict(done["counts"])
         timer.documents = counts["input_rows"]
         return results.load("sketch"), counts
+    metrics = input_count_columns(config.ngram, config.char_ngram)
+    if local is not None and documents is None and features_of is None:
+        with timer.stage("sketch") as counted:
+            computed = features_table(df, local, config)
+            if computed is not None:
+                features = results.keep_table("sketch", df.sparkSession, computed, parts)
+                counts = input_counts(computed, config.ngram, config.char_ngram)
+                counted["rows"] = counts["input_rows"]
+        if computed is not None:
+            timer.on_driver.append("sketch")
+            timer.documents = counts["input_rows"]
+            results.finish("sketch", {"counts": counts})
+            return features, counts
     spark = df.sparkSession
     wait_for_id_check = run_alongside(spark, lambda: checked_ids(df, config.id_col))
     if documents is None:
@@ -98,7 +115,6 @@ def document_table(
     features = docs.transform(features_of)
     try:
         with timer.stage("sketch") as counted:
-            metrics = input_count_columns(config.ngram, config.char_ngram)
             features, counts = results.keep("sketch", features, metrics, BULK_STORAGE)
             counted["rows"] = counts["input_rows"]
     except Exception:  # (an interrupt is not waited on: it stops the process)

@@ -264,7 +264,8 @@ def test_a_user_error_cancelling_busy_tasks_prints_only_neardups_own_lines(tmp_p
     (faults.wait_for_a_busy_batch_if_asked). The marker shows the task ran; the sketch stage
     ends without its rows (cut short). Stderr: neardup's lines only."""
     busy = tmp_path.parent / f"{tmp_path.name}-busy"
-    one_task = ("--set", "spark.default.parallelism=1")
+    # the pass as Spark tasks: read here, the ids are checked before any batch
+    one_task = ("--set", "spark.default.parallelism=1", "--set", "driver_read_max_bytes=0")
     lines = duplicate_ids_run(tmp_path, 300, *one_task, env={SLOW_BATCH_ENV: str(busy)})
     assert busy.exists()  # a batch of the pass was running when the check failed
     sketch = [m.group(1) for line in lines if (m := SKETCH_LINE.search(line))]

@@ -109,8 +109,9 @@ def test_sigterm_while_tasks_run_then_a_rerun_finishes(spark, tmp_path, capsys):
     """The signalled run in a process of its own; the rerun in this process, on the suite's
     session (it finishes the run the signal stopped)."""
     data, out = corpus(tmp_path / "corpus"), tmp_path / "out"
+    tasks = ("--set", "driver_read_max_bytes=0")  # the per-document pass as Spark tasks
     result = signal_run(
-        ("dedupe", str(data), str(out), *LOCAL), signal.SIGTERM, tmp_path, wait_for="task"
+        ("dedupe", str(data), str(out), *LOCAL, *tasks), signal.SIGTERM, tmp_path, wait_for="task"
     )
     print(f"stopped in {result[1]:.1f} s")
     assert_clean_stop(*result, signal.SIGTERM)

@@ -1,6 +1,6 @@
 """A small night in local mode reads and sketches its batch in this process and scans the index's
 keys with threads (nightly/driver_read.py): the same index, outputs, counts and errors as when
-its per-document pass runs as Spark tasks (``nightly_driver_read_max_bytes: 0``)."""
+its per-document pass runs as Spark tasks (``driver_read_max_bytes: 0``)."""
 
 from __future__ import annotations
 
@@ -20,34 +20,9 @@ from neardup_spark.nightly.store import Index
 from neardup_spark.quality.generate import generate_corpus
 from neardup_spark.runtime.spark_compat import to_arrow
 from tests.nightly.history import canonical, index_assignment, read
+from tests.odd_texts import ODD_ROWS, WORDS, assert_odd_counts, odd_rows_table
 
-SPARK_TASKS = {"nightly_driver_read_max_bytes": 0}
-WORDS = " ".join(f"w{i}" for i in range(80))
-# What the input counts tell apart: a null text, an empty one, a short one (fewer words than a
-# shingle), a text shingled by characters, one with bytes replaced (invalid UTF-8), exact copies.
-ODD_ROWS = [
-    (9001, None),
-    (9002, ""),
-    (9003, "too short"),
-    (9004, "重复文档检测是数据清洗中的一个重要步骤" * 3),
-    (9005, WORDS),
-    (9006, WORDS),
-]
-
-
-def night_table(corpus: pa.Table, ids: np.ndarray, extra: list[tuple[int, str | None]]) -> pa.Table:
-    """Rows ``ids`` of ``corpus`` under integer ids (int32 in the file, bigint to Spark) and a
-    binary text column (one text with an invalid UTF-8 byte), plus ``extra``."""
-    texts = [t.encode() for t in corpus.column("text").take(pa.array(ids)).to_pylist()]
-    texts += [None if t is None else t.encode() for _, t in extra]
-    texts[0] = texts[0] + b" \xff"
-    return pa.table(
-        {
-            "id": pa.array([*ids.tolist(), *(i for i, _ in extra)], pa.int32()),
-            "text": pa.array(texts, pa.binary()),
-            "lang": pa.array(["en"] * (len(ids) + len(extra))),
-        }
-    )
+SPARK_TASKS = {"driver_read_max_bytes": 0}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +31,10 @@ def nights(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("driver-read")
     corpus, _ = generate_corpus(240, seed=11, mean_words=80)
     order = np.random.default_rng(3).permutation(corpus.num_rows)
-    batches = [night_table(corpus, order[:120], ODD_ROWS), night_table(corpus, order[120:], [])]
+    batches = [
+        odd_rows_table(corpus, order[:120], ODD_ROWS),
+        odd_rows_table(corpus, order[120:], []),
+    ]
     for number, table in enumerate(batches, start=1):
         (root / f"in{number}").mkdir()
         pq.write_table(table, root / f"in{number}" / "part-0.parquet")
@@ -82,9 +60,7 @@ def test_a_night_read_here_equals_one_read_by_spark_tasks(spark, nights):
         for name in ("clusters", "pairs", "changed_clusters", "deduplicated"):
             mine = canonical(read(root / f"out-driver-{number}" / name))
             assert mine.equals(canonical(read(root / f"out-spark-{number}" / name))), name
-    first = reports["driver", 1]["counts"]
-    assert first["null_texts"] == 1 and first["empty_texts"] == 1 and first["short_texts"] == 1
-    assert first["char_shingled_texts"] == 1 and first["texts_with_replaced_bytes"] == 1
+    assert_odd_counts(reports["driver", 1]["counts"])
     assert reports["driver", 2]["counts"]["near_pairs"] > 0
     assert index_assignment(spark, root / "index-driver") == index_assignment(
         spark, root / "index-spark"

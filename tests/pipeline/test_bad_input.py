@@ -271,7 +271,9 @@ def test_a_task_failing_once_is_retried_with_the_same_result(spark, tmp_path):
 
     out = tmp_path / "out"
     args = ["dedupe", str(tmp_path / "in.parquet"), str(out), "--no-report", "--master"]
+    # Spark tasks for the per-document pass (a batch read here has no retry to test)
     args += ["local[2,2]", "--set", "spark.sql.shuffle.partitions=2"]
+    args += ["--set", "driver_read_max_bytes=0"]
     retried = subprocess.run(
         [sys.executable, "-m", "neardup_spark", *args],
         capture_output=True,

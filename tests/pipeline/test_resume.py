@@ -161,7 +161,7 @@ def test_a_small_run_keeps_the_per_document_pass_and_the_components(
     the per-document pass and the components are read back."""
     small = build_config()
     whole = run(spark, str(corpus), str(tmp_path / "whole"), small)
-    assert whole["stages_on_driver"] == ["exact", "candidates", "verify"]
+    assert whole["stages_on_driver"] == ["sketch", "exact", "candidates", "verify"]
     out = tmp_path / "out"
     run_killed_after(monkeypatch, "components", spark, str(corpus), str(out), small)
     assert staged_markers(out) == ["components", "sketch"]

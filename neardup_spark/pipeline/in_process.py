@@ -1,0 +1,209 @@
+"""The per-document pass in this process, in local mode.
+
+In local mode a Spark task runs on this machine's cores, as a thread of this process would; what
+the per-document pass pays as Spark tasks on top of its work is the JVM's Parquet decoding, the
+Arrow exchange with the Python workers and, in a fresh process, their first queries (a
+10,000-page night's pass: ~2.2 s in a fresh process, 0.5 s warm; 100,000 pages: 5.9 s of which
+~2.1 s is the per-document function on two cores). So when the input is Parquet files on the
+local file system whose id and text columns are at most ``driver_read_max_bytes`` uncompressed,
+they are read with PyArrow and run through the Spark path's per-document function
+(:func:`~neardup_spark.batch.documents.documents_columns_fn`) by one thread per core (the
+compiled kernels release the GIL), the ids checked as the Spark path checks them. The same
+features, counts and errors (tested against the Spark path); anything else (another format, a
+cluster, Spark Connect, an input table, skipped files, a column a file lacks, a cleaning pass)
+takes Spark tasks. The runs (:mod:`.dedupe`) and nights (:mod:`neardup_spark.nightly.driver_read`)
+decide when.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
+
+from neardup_spark.batch.documents import documents_columns_fn
+from neardup_spark.columns import DOC_ID, TEXT
+from neardup_spark.config import DedupeConfig
+from neardup_spark.errors import UserError
+from neardup_spark.io.corpus import CorpusSource, check_id_values, list_data_files
+from neardup_spark.io.filesystem import LocalStorage
+from neardup_spark.io.formats import guess_format
+from neardup_spark.io.paths import local_path
+from neardup_spark.io.storage import storage_for
+from neardup_spark.runtime.engine import CLASSIC, engine_of
+from neardup_spark.runtime.faults import batch_faults
+from neardup_spark.stages.documents import documents_schema
+
+# Rows per batch of the per-document function (the Spark path's Arrow batch size).
+_BATCH_ROWS = 2000
+_STRING_TYPES = {pa.string(): pa.string(), pa.large_string(): pa.string()}
+_TEXT_TYPES = {**_STRING_TYPES, pa.binary(): pa.binary(), pa.large_binary(): pa.binary()}
+
+
+def in_process_threads(spark: SparkSession) -> int:
+    """Threads for in-process work: the local master's cores; 0 when the session is not a
+    classic local one (a cluster's tasks, or Spark Connect's server, do that work)."""
+    engine = engine_of(spark)
+    if engine.kind != CLASSIC or not engine.master().startswith("local"):
+        return 0
+    return max(1, engine.default_parallelism())
+
+
+def may_read_in_process(spark: SparkSession, source: CorpusSource, config: DedupeConfig) -> bool:
+    """Whether ``source`` may be read here (local Parquet files, local mode)."""
+    if not config.driver_read_max_bytes or source.path is None:
+        return False
+    if not in_process_threads(spark):
+        return False
+    if not isinstance(storage_for(spark, source.path), LocalStorage):
+        return False
+    if source.format is not None:
+        return source.format == "parquet"
+    try:
+        files, _ = list_data_files(spark, source.path)
+        return bool(files) and guess_format(files, source.path) == "parquet"
+    except UserError:  # reported by the read, in its words
+        return False
+
+
+def local_parquet_paths(
+    spark: SparkSession, inputs: list[dict[str, Any]], input_format: str | None
+) -> list[str] | None:
+    """The input's files (``inputs``: as :func:`~neardup_spark.io.corpus.input_files` lists
+    them) as local paths, when they may be read here; else None."""
+    if input_format != "parquet" or not inputs or not in_process_threads(spark):
+        return None
+    paths = []
+    for entry in inputs:
+        if not isinstance(storage_for(spark, entry["path"]), LocalStorage):
+            return None
+        paths.append(local_path(entry["path"]))
+    return paths
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """What a read here may take: rows (0: any number) and the id and text columns' bytes."""
+
+    max_rows: int
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class LocalInput:
+    """A run's input files, local Parquet this process may read, and how much of it."""
+
+    paths: list[str]
+    limits: ReadLimits
+
+
+def local_input(
+    spark: SparkSession,
+    source: CorpusSource,
+    inputs: list[dict[str, Any]],
+    config: DedupeConfig,
+    skipped: list[dict[str, Any]],
+) -> LocalInput | None:
+    """The run's :class:`LocalInput` (``inputs``: its files as listed for the run id), or None
+    when its per-document pass runs as Spark tasks (module docstring)."""
+    if not config.driver_read_max_bytes or skipped or config.strip_boilerplate:
+        return None
+    if source.path is None or not inputs:
+        return None
+    names = [entry["path"] for entry in inputs]
+    paths = local_parquet_paths(spark, inputs, source.format or guess_format(names, source.path))
+    if paths is None:
+        return None
+    return LocalInput(paths, ReadLimits(0, config.driver_read_max_bytes))
+
+
+def _fits(files: Iterable[pq.ParquetFile], columns: tuple[str, str], limits: ReadLimits) -> bool:
+    """Every file holds both columns at its top level, of the types read here, and the input
+    is within ``limits``."""
+    rows = size = 0
+    text_types = set()
+    for parquet in files:
+        schema = parquet.schema_arrow
+        if any(schema.get_field_index(name) < 0 for name in columns):
+            return False
+        id_type, text_type = (schema.field(name).type for name in columns)
+        if not (pa.types.is_integer(id_type) or id_type in _STRING_TYPES):
+            return False
+        if text_type not in _TEXT_TYPES:
+            return False
+        text_types.add(_TEXT_TYPES[text_type])
+        metadata = parquet.metadata
+        rows += metadata.num_rows
+        for group in range(metadata.num_row_groups):
+            row_group = metadata.row_group(group)
+            chunks = (row_group.column(i) for i in range(row_group.num_columns))
+            size += sum(c.total_uncompressed_size for c in chunks if c.path_in_schema in columns)
+    return (
+        len(text_types) == 1
+        and rows > 0
+        and (not limits.max_rows or rows <= limits.max_rows)
+        and size <= limits.max_bytes
+    )
+
+
+def read_documents(
+    paths: list[str], config: DedupeConfig, id_type: pa.DataType, limits: ReadLimits
+) -> pa.Table | None:
+    """``doc_id`` (as ``id_type``: the type Spark gives the pass) and ``text`` of the input's
+    rows, as Spark reads them; their ids checked (:class:`UserError`). None when :func:`_fits`
+    says no."""
+    columns = (config.id_col, config.text_col)
+    files = [pq.ParquetFile(path) for path in paths]
+    try:
+        if not _fits(files, columns, limits):
+            return None
+        tables = [parquet.read(columns=list(columns)) for parquet in files]
+    finally:
+        for parquet in files:
+            parquet.close()
+    ids = [table.column(0).cast(id_type) for table in tables]
+    texts = [table.column(1).cast(_TEXT_TYPES[table.column(1).type]) for table in tables]
+    documents = pa.table(
+        {
+            DOC_ID: pa.chunked_array([c for column in ids for c in column.chunks], id_type),
+            TEXT: pa.chunked_array([c for column in texts for c in column.chunks]),
+        }
+    )
+    check_id_values(documents.column(DOC_ID), config.id_col)
+    return documents
+
+
+def features_table(df: DataFrame, local: LocalInput, config: DedupeConfig) -> pa.Table | None:
+    """The per-document table of ``df``'s rows (read from ``local``'s files) computed here, in
+    the Spark path's schema; None when the files do not fit :func:`_fits`. The texts are let
+    go once it is done (verification reads its candidates' own)."""
+    id_type = df.schema[config.id_col].dataType
+    documents = read_documents(local.paths, config, to_arrow_type(id_type), local.limits)
+    if documents is None:
+        return None
+    features = sketch_documents(documents, config, in_process_threads(df.sparkSession))
+    schema = documents_schema(config, id_type, with_sets=False)
+    return features.cast(to_arrow_schema(schema))
+
+
+def sketch_documents(documents: pa.Table, config: DedupeConfig, threads: int) -> pa.Table:
+    """The per-document pass's table (no shingle sets) of ``documents``, ``threads`` batches at
+    a time, in row order."""
+    sketch = documents_columns_fn(config, with_sets=False)
+
+    def per_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+        batch_faults()  # the test hooks a Spark task's batch runs (runtime/faults.py)
+        return sketch(batch)
+
+    batches = documents.to_batches(max_chunksize=_BATCH_ROWS)
+    pool = ThreadPoolExecutor(max(1, threads))
+    try:
+        return pa.Table.from_batches(list(pool.map(per_batch, batches)))
+    finally:  # a signal stops the pass within the batches being sketched, not all of them
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,67 @@
+"""A run in local mode over local Parquet files does its per-document pass in this process
+(pipeline/in_process.py): the same outputs, counts and errors as Spark tasks give it
+(``driver_read_max_bytes: 0``). A rerun resumes from the result it kept as from a Spark one
+(tests/pipeline/test_resume.py runs over local Parquet, so in this process)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.config import build_config
+from neardup_spark.errors import UserError
+from neardup_spark.pipeline.dedupe import run
+from neardup_spark.quality.generate import generate_corpus
+from tests.nightly.history import canonical, read
+from tests.odd_texts import ODD_ROWS, WORDS, assert_odd_counts, odd_rows_table
+
+SPARK_TASKS = {"driver_read_max_bytes": 0}
+OUTPUTS = ("clusters", "pairs", "deduplicated")
+
+
+@pytest.fixture(scope="module")
+def runs(spark, tmp_path_factory):
+    """One corpus (two files) deduped each way, with MinHash (pairs on the driver and, with
+    driver_max_docs=0, as Spark stages) and with SimHash."""
+    root = tmp_path_factory.mktemp("in-process")
+    corpus, _ = generate_corpus(300, seed=12, mean_words=80)
+    table = odd_rows_table(corpus, np.arange(corpus.num_rows), ODD_ROWS)
+    (root / "in").mkdir()
+    pq.write_table(table.slice(0, 150), root / "in" / "part-0.parquet")
+    pq.write_table(table.slice(150), root / "in" / "part-1.parquet")
+    reports = {}
+    variants = {"minhash": {}, "spark-stages": {"driver_max_docs": 0}, "simhash": {}}
+    for variant, options in variants.items():
+        method = "simhash" if variant == "simhash" else "minhash"
+        for way, extra in (("here", {}), ("tasks", SPARK_TASKS)):
+            config = build_config(options={**options, **extra, "method": method})
+            out = root / f"out-{variant}-{way}"
+            reports[variant, way] = run(spark, str(root / "in"), str(out), config)
+    return {"root": root, "reports": reports, "variants": variants}
+
+
+def test_a_pass_here_equals_spark_tasks(runs):
+    root, reports = runs["root"], runs["reports"]
+    for variant in runs["variants"]:
+        here, tasks = reports[variant, "here"], reports[variant, "tasks"]
+        assert here["counts"] == tasks["counts"], variant
+        for name in OUTPUTS:
+            ours = canonical(read(root / f"out-{variant}-here" / name))
+            assert ours.equals(canonical(read(root / f"out-{variant}-tasks" / name))), name
+        assert "sketch" in here["stages_on_driver"]
+        assert "sketch" not in tasks["stages_on_driver"]
+    assert_odd_counts(reports["minhash", "here"]["counts"])
+    assert reports["minhash", "here"]["counts"]["near_pairs"] > 0
+
+
+@pytest.mark.parametrize("options", [{}, SPARK_TASKS], ids=["here", "tasks"])
+def test_bad_ids_are_refused_alike(spark, tmp_path, options):
+    (tmp_path / "in").mkdir()
+    ids = pa.array([1, 2, 2, 3, 3], pa.int64())
+    texts = [f"{WORDS} {i}" for i in range(5)]
+    pq.write_table(pa.table({"id": ids, "text": texts}), tmp_path / "in" / "p.parquet")
+    with pytest.raises(UserError) as caught:
+        run(spark, str(tmp_path / "in"), str(tmp_path / "out"), build_config(options=options))
+    assert str(caught.value) == "ids in column 'id' are not unique: 2 (2x), 3 (2x)"
