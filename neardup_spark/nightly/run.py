@@ -222,7 +222,8 @@ def run_incremental(
     storage = storage_for(spark, index_dir)
     # A fresh process's first Python workers (imports, kernels) start while the driver reads
     # the index and the input's metadata, as in a full run; a batch read here needs none.
-    if may_read_in_process(spark, source, config):
+    max_rows = config.nightly_driver_max_docs
+    if max_rows and may_read_in_process(spark, source, config, max_rows):
         workers_started: Callable[[], None] = lambda: None  # noqa: E731
     else:
         workers_started = start_python_workers(spark)

@@ -55,21 +55,25 @@ def in_process_threads(spark: SparkSession) -> int:
     return max(1, engine.default_parallelism())
 
 
-def may_read_in_process(spark: SparkSession, source: CorpusSource, config: DedupeConfig) -> bool:
-    """Whether ``source`` may be read here (local Parquet files, local mode)."""
+def may_read_in_process(
+    spark: SparkSession, source: CorpusSource, config: DedupeConfig, max_rows: int = 0
+) -> bool:
+    """Whether ``source`` may be read here: local Parquet files, local mode, at most
+    ``max_rows`` rows by their footers (0: any number)."""
     if not config.driver_read_max_bytes or source.path is None:
         return False
     if not in_process_threads(spark):
         return False
     if not isinstance(storage_for(spark, source.path), LocalStorage):
         return False
-    if source.format is not None:
-        return source.format == "parquet"
     try:
         files, _ = list_data_files(spark, source.path)
-        return bool(files) and guess_format(files, source.path) == "parquet"
-    except UserError:  # reported by the read, in its words
+        if not files or (source.format or guess_format(files, source.path)) != "parquet":
+            return False
+        rows = sum(pq.read_metadata(local_path(name)).num_rows for name in files)
+    except (UserError, OSError, pa.ArrowException):  # the read reports these, in its words
         return False
+    return not max_rows or rows <= max_rows
 
 
 def local_parquet_paths(

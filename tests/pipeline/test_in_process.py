@@ -12,7 +12,9 @@ import pytest
 
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
+from neardup_spark.io.corpus import CorpusSource
 from neardup_spark.pipeline.dedupe import run
+from neardup_spark.pipeline.in_process import may_read_in_process
 from neardup_spark.quality.generate import generate_corpus
 from tests.nightly.history import canonical, read
 from tests.odd_texts import ODD_ROWS, WORDS, assert_odd_counts, odd_rows_table
@@ -65,3 +67,16 @@ def test_bad_ids_are_refused_alike(spark, tmp_path, options):
     with pytest.raises(UserError) as caught:
         run(spark, str(tmp_path / "in"), str(tmp_path / "out"), build_config(options=options))
     assert str(caught.value) == "ids in column 'id' are not unique: 2 (2x), 3 (2x)"
+
+
+def test_which_inputs_may_be_read_here(spark, runs, tmp_path):
+    """Local Parquet within the rows asked for; not JSON lines, nor with the setting at 0."""
+    parquet = CorpusSource(str(runs["root"] / "in"))
+    assert may_read_in_process(spark, parquet, build_config())
+    assert may_read_in_process(spark, parquet, build_config(), max_rows=306)
+    assert not may_read_in_process(spark, parquet, build_config(), max_rows=305)
+    assert not may_read_in_process(spark, parquet, build_config(options=SPARK_TASKS))
+    (tmp_path / "rows.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    assert not may_read_in_process(
+        spark, CorpusSource(str(tmp_path / "rows.jsonl")), build_config()
+    )
