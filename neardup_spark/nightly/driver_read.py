@@ -12,6 +12,7 @@ from neardup_spark.nightly.steps import BatchContext
 from neardup_spark.pipeline.in_process import (
     ReadLimits,
     in_process_threads,
+    input_fits,
     local_parquet_paths,
     read_documents,
     sketch_documents,
@@ -30,11 +31,11 @@ def features_in_process(ctx: BatchContext) -> pa.Table | None:
     if paths is None:
         return None
     limits = ReadLimits(config.nightly_driver_max_docs, config.driver_read_max_bytes)
+    if not input_fits(paths, config, limits):
+        return None
     with ctx.timer.stage("sketch") as counted:
         id_type = pa.int64() if ctx.id_type == "bigint" else pa.string()
-        documents = read_documents(paths, config, id_type, limits)
-        if documents is None:
-            return None
+        documents = read_documents(paths, config, id_type)
         features = sketch_documents(documents, config, in_process_threads(ctx.spark))
         counts = input_counts(features, config.ngram, config.char_ngram)
         counted["rows"] = counts["input_rows"]

@@ -156,21 +156,25 @@ def _fits(files: Iterable[pq.ParquetFile], columns: tuple[str, str], limits: Rea
     )
 
 
-def read_documents(
-    paths: list[str], config: DedupeConfig, id_type: pa.DataType, limits: ReadLimits
-) -> pa.Table | None:
-    """``doc_id`` (as ``id_type``: the type Spark gives the pass) and ``text`` of the input's
-    rows, as Spark reads them; their ids checked (:class:`UserError`). None when :func:`_fits`
-    says no."""
-    columns = (config.id_col, config.text_col)
+def input_fits(paths: list[str], config: DedupeConfig, limits: ReadLimits) -> bool:
+    """Whether the files at ``paths`` may be read here (:func:`_fits`, by their footers)."""
     files = [pq.ParquetFile(path) for path in paths]
     try:
-        if not _fits(files, columns, limits):
-            return None
-        tables = [parquet.read(columns=list(columns)) for parquet in files]
+        return _fits(files, (config.id_col, config.text_col), limits)
     finally:
         for parquet in files:
             parquet.close()
+
+
+def read_documents(paths: list[str], config: DedupeConfig, id_type: pa.DataType) -> pa.Table:
+    """``doc_id`` (as ``id_type``: the type Spark gives the pass) and ``text`` of the rows of
+    files :func:`input_fits` accepted, as Spark reads them; their ids checked
+    (:class:`UserError`)."""
+    columns = [config.id_col, config.text_col]
+    tables = []
+    for path in paths:
+        with pq.ParquetFile(path) as parquet:
+            tables.append(parquet.read(columns=columns))
     ids = [table.column(0).cast(id_type) for table in tables]
     texts = [table.column(1).cast(_TEXT_TYPES[table.column(1).type]) for table in tables]
     documents = pa.table(
@@ -183,14 +187,12 @@ def read_documents(
     return documents
 
 
-def features_table(df: DataFrame, local: LocalInput, config: DedupeConfig) -> pa.Table | None:
-    """The per-document table of ``df``'s rows (read from ``local``'s files) computed here, in
-    the Spark path's schema; None when the files do not fit :func:`_fits`. The texts are let
+def features_table(df: DataFrame, local: LocalInput, config: DedupeConfig) -> pa.Table:
+    """The per-document table of ``df``'s rows (read from ``local``'s files, which
+    :func:`input_fits` accepted) computed here, in the Spark path's schema. The texts are let
     go once it is done (verification reads its candidates' own)."""
     id_type = df.schema[config.id_col].dataType
-    documents = read_documents(local.paths, config, to_arrow_type(id_type), local.limits)
-    if documents is None:
-        return None
+    documents = read_documents(local.paths, config, to_arrow_type(id_type))
     features = sketch_documents(documents, config, in_process_threads(df.sparkSession))
     schema = documents_schema(config, id_type, with_sets=False)
     return features.cast(to_arrow_schema(schema))

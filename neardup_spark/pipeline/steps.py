@@ -34,7 +34,7 @@ from neardup_spark.pipeline.execution import (
     verify_partitions,
 )
 from neardup_spark.pipeline.filtered_scans import AddressedInput
-from neardup_spark.pipeline.in_process import LocalInput, features_table
+from neardup_spark.pipeline.in_process import LocalInput, features_table, input_fits
 from neardup_spark.pipeline.reporting import (
     StageTimer,
     banding_section,
@@ -93,18 +93,21 @@ def document_table(
         timer.documents = counts["input_rows"]
         return results.load("sketch"), counts
     metrics = input_count_columns(config.ngram, config.char_ngram)
-    if local is not None and documents is None and features_of is None:
+    if (
+        local is not None
+        and documents is None
+        and features_of is None
+        and input_fits(local.paths, config, local.limits)
+    ):
         with timer.stage("sketch") as counted:
             computed = features_table(df, local, config)
-            if computed is not None:
-                features = results.keep_table("sketch", df.sparkSession, computed, parts)
-                counts = input_counts(computed, config.ngram, config.char_ngram)
-                counted["rows"] = counts["input_rows"]
-        if computed is not None:
-            timer.on_driver.append("sketch")
-            timer.documents = counts["input_rows"]
-            results.finish("sketch", {"counts": counts})
-            return features, counts
+            features = results.keep_table("sketch", df.sparkSession, computed, parts)
+            counts = input_counts(computed, config.ngram, config.char_ngram)
+            counted["rows"] = counts["input_rows"]
+        timer.on_driver.append("sketch")
+        timer.documents = counts["input_rows"]
+        results.finish("sketch", {"counts": counts})
+        return features, counts
     spark = df.sparkSession
     wait_for_id_check = run_alongside(spark, lambda: checked_ids(df, config.id_col))
     if documents is None:
