@@ -27,7 +27,8 @@ def features_in_process(ctx: BatchContext) -> pa.Table | None:
     config = ctx.config
     if not (config.nightly_driver_max_docs and config.driver_read_max_bytes) or ctx.skipped:
         return None
-    paths = local_parquet_paths(ctx.spark, ctx.inputs, ctx.input_format)
+    names = [entry["path"] for entry in ctx.inputs]
+    paths = local_parquet_paths(ctx.spark, names, ctx.input_format)
     if paths is None:
         return None
     limits = ReadLimits(config.nightly_driver_max_docs, config.driver_read_max_bytes)

@@ -93,7 +93,6 @@ from neardup_spark.io.corpus import (
     read_corpus,
 )
 from neardup_spark.io.filesystem import join
-from neardup_spark.io.formats import guess_format
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.io.paths import check_writable
@@ -111,7 +110,7 @@ from neardup_spark.nightly.store import (
     now_iso,
 )
 from neardup_spark.pipeline.execution import start_python_workers
-from neardup_spark.pipeline.in_process import may_read_in_process
+from neardup_spark.pipeline.in_process import files_format, may_read_in_process
 from neardup_spark.pipeline.reporting import StageTimer, banding_section
 from neardup_spark.runtime.faults import pause_if_asked
 from neardup_spark.runtime.session import spark_section
@@ -267,7 +266,7 @@ def index_and_publish(
         )
         check_columns(df, config.id_col, config.text_col)
     id_type = "string" if isinstance(df.schema[config.id_col].dataType, T.StringType) else "bigint"
-    input_format = source.format or guess_format([f["path"] for f in inputs], source.path)
+    input_format = files_format(source, [f["path"] for f in inputs])
     index.check_id_type(id_type)
     batch = index.batch(run_id)
     with out.locked(lock_timeout):

@@ -58,37 +58,37 @@ def in_process_threads(spark: SparkSession) -> int:
 def may_read_in_process(
     spark: SparkSession, source: CorpusSource, config: DedupeConfig, max_rows: int = 0
 ) -> bool:
-    """Whether ``source`` may be read here: local Parquet files, local mode, at most
-    ``max_rows`` rows by their footers (0: any number)."""
+    """Whether ``source`` may be read here (:func:`local_parquet_paths`, :func:`input_fits`
+    with at most ``max_rows`` rows, 0: any number), judged from its listing and footers
+    before a run lists and hashes its files."""
     if not config.driver_read_max_bytes or source.path is None:
-        return False
-    if not in_process_threads(spark):
-        return False
-    if not isinstance(storage_for(spark, source.path), LocalStorage):
         return False
     try:
         files, _ = list_data_files(spark, source.path)
-        if not files or (source.format or guess_format(files, source.path)) != "parquet":
-            return False
-        rows = sum(pq.read_metadata(local_path(name)).num_rows for name in files)
+        paths = local_parquet_paths(spark, files, files_format(source, files))
+        limits = ReadLimits(max_rows, config.driver_read_max_bytes)
+        return paths is not None and input_fits(paths, config, limits)
     except (UserError, OSError, pa.ArrowException):  # the read reports these, in its words
         return False
-    return not max_rows or rows <= max_rows
+
+
+def files_format(source: CorpusSource, names: list[str]) -> str | None:
+    """The format of ``source``'s files (``names``): as given, else told by their names."""
+    if source.format is not None or not names or source.path is None:
+        return source.format
+    return guess_format(names, source.path)
 
 
 def local_parquet_paths(
-    spark: SparkSession, inputs: list[dict[str, Any]], input_format: str | None
+    spark: SparkSession, names: list[str], input_format: str | None
 ) -> list[str] | None:
-    """The input's files (``inputs``: as :func:`~neardup_spark.io.corpus.input_files` lists
-    them) as local paths, when they may be read here; else None."""
-    if input_format != "parquet" or not inputs or not in_process_threads(spark):
+    """The input's files (``names``, as listed) as local paths when they may be read here:
+    Parquet on the local file system, in local mode; else None."""
+    if input_format != "parquet" or not names or not in_process_threads(spark):
         return None
-    paths = []
-    for entry in inputs:
-        if not isinstance(storage_for(spark, entry["path"]), LocalStorage):
-            return None
-        paths.append(local_path(entry["path"]))
-    return paths
+    if not all(isinstance(storage_for(spark, name), LocalStorage) for name in names):
+        return None
+    return [local_path(name) for name in names]
 
 
 @dataclass(frozen=True)
@@ -118,10 +118,8 @@ def local_input(
     when its per-document pass runs as Spark tasks (module docstring)."""
     if not config.driver_read_max_bytes or skipped or config.strip_boilerplate:
         return None
-    if source.path is None or not inputs:
-        return None
     names = [entry["path"] for entry in inputs]
-    paths = local_parquet_paths(spark, inputs, source.format or guess_format(names, source.path))
+    paths = local_parquet_paths(spark, names, files_format(source, names))
     if paths is None:
         return None
     return LocalInput(paths, ReadLimits(0, config.driver_read_max_bytes))
