@@ -171,10 +171,11 @@ class DedupeConfig:
     # scans the index's keys in the driver's threads. The answer is the same. 0: always Spark
     # tasks (pipeline/in_process.py).
     driver_read_max_bytes: int = 512 * 2**20
-    # Runs of up to this many documents find their exact copies, candidates and verified pairs
-    # on the driver after the per-document pass, not as Spark stages (pipeline/driver_pairs.py):
-    # the same pairs, without each stage's fixed cost. 0: always as Spark stages.
-    driver_max_docs: int = 50_000
+    # Runs of up to this many documents find their exact copies, candidates, verified pairs
+    # and (with the default representatives) clusters on the driver after the per-document
+    # pass, not as Spark stages (pipeline/driver_pairs.py): the same pairs, without each
+    # stage's fixed cost. 0: always as Spark stages.
+    driver_max_docs: int = 200_000
     # What a night checks of the index's files before it reads them (nightly/integrity.py):
     # "full" every byte against its recorded SHA-256; "quick" sizes, keys, docs and pairs, and
     # each text it reads (for large indexes on object stores, where full reads cost).

@@ -150,7 +150,7 @@ def batch_features(ctx: BatchContext) -> DataFrame:
     """The full run's per-document pass over the batch (persisted), the id check alongside;
     the input counts go to ``ctx.counts``. Both ways of indexing a night start from it."""
     df, parts = grouped_input(ctx.df)
-    features, counts = document_table(
+    features, counts, _ = document_table(
         df, parts, ctx.config, ctx.timer, documents=batch_documents(df, ctx.config)
     )
     ctx.counts.update(counts)

@@ -11,7 +11,9 @@ Two strategies, chosen by the number of edges (known from the verification count
   the smaller end of one edge and the larger end of another, and no node the larger end of two).
   Lineage is cut every round by a checkpoint.
 
-Either way the edge list stays on the executors; nothing is collected to the driver.
+Either way the edge list stays on the executors; nothing is collected to the driver. A run that
+found its pairs on the driver (:mod:`.driver_pairs`) has its edges there already and labels them
+there with the single task's kernel (:func:`driver_components`).
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from neardup_spark.columns import COMPONENT, DOC_A, DOC_B, DOC_ID
+from neardup_spark.columns import CLUSTER_ID, COMPONENT, DOC_A, DOC_B, DOC_ID
 from neardup_spark.kernels.components import component_labels
+from neardup_spark.runtime.engine import from_arrow_batches
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +109,37 @@ def single_task_components(edges: DataFrame) -> DataFrame:
         [T.StructField(DOC_ID, id_type, False), T.StructField(COMPONENT, id_type, False)]
     )
     return edges.select(DOC_A, DOC_B).coalesce(1).mapInArrow(_labels_in_one_task, schema)
+
+
+def _driver_labels(edges: pa.Table, label: str) -> pa.Table:
+    """Edges held in this process -> ``doc_id``, ``label`` (each component's smallest id),
+    with the single task's kernel."""
+    id_type = edges.schema.field(DOC_A).type
+    nodes, labels = component_labels(
+        edges.column(DOC_A).combine_chunks(), edges.column(DOC_B).combine_chunks()
+    )
+    schema = pa.schema([pa.field(DOC_ID, id_type, False), pa.field(label, id_type, False)])
+    return pa.table([nodes, labels], schema=schema)
+
+
+def driver_components(spark: SparkSession, edges: pa.Table) -> DataFrame:
+    """Edges held in this process -> labels, computed here (a small run that found its pairs
+    on the driver: no Python task).
+
+    Input columns: ``doc_a``, ``doc_b``. Output columns: ``doc_id``, ``component``.
+    """
+    return from_arrow_batches(spark, _driver_labels(edges, COMPONENT))
+
+
+def driver_members(spark: SparkSession, edges: pa.Table) -> tuple[DataFrame, int]:
+    """Edges held in this process -> each member's representative by the default rule (the
+    component's smallest id), computed here, and how many members are not one: no Spark job.
+
+    Input columns: ``doc_a``, ``doc_b``. Output columns: ``doc_id``, ``cluster_id``.
+    """
+    members = _driver_labels(edges, CLUSTER_ID)
+    removed = members.num_rows - len(pc.unique(members.column(CLUSTER_ID)))
+    return from_arrow_batches(spark, members), removed
 
 
 def connected_components(

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from neardup_spark import __version__
@@ -37,13 +38,14 @@ from neardup_spark.pipeline.execution import (
     start_python_workers,
 )
 from neardup_spark.pipeline.filtered_scans import addressed_input
-from neardup_spark.pipeline.in_process import LocalInput, local_input
+from neardup_spark.pipeline.in_process import LocalInput, local_input, may_read_in_process
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.pipeline.resume import RunPlan, StageResults, plan_run
 from neardup_spark.pipeline.steps import (
     cluster_members,
     document_table,
     finish_components,
+    members_on_driver,
     output_tables,
     run_report,
     verified_edges,
@@ -63,6 +65,9 @@ class DedupeResult:
     deduplicated: DataFrame
     report: dict[str, Any]
     persisted: list[DataFrame] = field(default_factory=list, repr=False)
+    # Writes the pairs when dedupe() did not (a run whose members were found on the driver
+    # writes them with its other tables, in one go).
+    write_pairs: Callable[[], object] | None = field(default=None, repr=False)
 
     def release(self) -> None:
         for df in self.persisted:
@@ -98,7 +103,7 @@ def dedupe(
     addressed = addressed_input(df, config.id_col, config.text_col)  # None unless a file scan
     df, parts = grouped_input(df)  # the per-document pass, verification and deduplicated/ read it
     cleaning = boilerplate_step(df, config, timer) if config.strip_boilerplate else None
-    features, counts = document_table(
+    features, counts, here = document_table(
         df,
         parts,
         config,
@@ -109,23 +114,59 @@ def dedupe(
         local,
     )
     texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
-    pairs = verified_edges(features, texts, config, timer, counts, results, addressed)
+    pairs, edges_here = verified_edges(
+        features, texts, config, timer, counts, results, addressed, here
+    )
+    del here  # the texts read here are not needed again
+    members, components, pending = members_and_pairs_written(
+        pairs,
+        features,
+        config,
+        timer,
+        counts,
+        checkpoint or local_checkpoint,
+        results,
+        ranking,
+        edges_here,
+        write_pairs,
+    )
+    results.release("exact", "candidates", "verify")
+    clusters, deduplicated = output_tables(df, features, members, config, counts, addressed)
+    report = run_report(config, counts, components, timer)
+    if cleaning:
+        with timer.stage("boilerplate"):
+            report["boilerplate"] = cleaning.report(features)
+        cleaning.release()
+    return DedupeResult(
+        clusters, pairs, deduplicated, report, [features, pairs, members], write_pairs=pending
+    )
+
+
+def members_and_pairs_written(
+    pairs: DataFrame,
+    features: DataFrame,
+    config: DedupeConfig,
+    timer: StageTimer,
+    counts: dict[str, int],
+    checkpoint: Callable[[DataFrame], DataFrame],
+    results: StageResults,
+    ranking: tuple[DataFrame, list[tuple[str, bool]]] | None,
+    edges_here: pa.Table | None,
+    write_pairs: Callable[[DataFrame], object] | None,
+) -> tuple[DataFrame, dict[str, Any], Callable[[], object] | None]:
+    """:func:`~neardup_spark.pipeline.steps.cluster_members` (finished in ``results``), with
+    ``write_pairs`` writing the pairs alongside; members found on the driver take no time, so
+    their pairs are left to be written with the other outputs: the third value writes them."""
     write_now = write_pairs is not None and results.finished("components") is None
+    later = members_on_driver(config, counts, ranking, edges_here)
     pairs_written = (
-        run_alongside(df.sparkSession, lambda: write_pairs(pairs))
-        if write_pairs and write_now
+        run_alongside(pairs.sparkSession, lambda: write_pairs(pairs))
+        if write_pairs and write_now and not later
         else None
     )
     try:
         members, components = cluster_members(
-            pairs,
-            features,
-            config,
-            timer,
-            counts,
-            checkpoint or local_checkpoint,
-            results,
-            ranking,
+            pairs, features, config, timer, counts, checkpoint, results, ranking, edges_here
         )
     except Exception:  # (an interrupt is not waited on: it stops the process)
         if pairs_written:  # a failed write cancelled the components: report the cause
@@ -134,15 +175,10 @@ def dedupe(
     if pairs_written:  # before the intermediates it may still read are released
         with timer.stage("write"):
             pairs_written()
-    finish_components(results, counts, components)
-    results.release("exact", "candidates", "verify")
-    clusters, deduplicated = output_tables(df, features, members, config, counts, addressed)
-    report = run_report(config, counts, components, timer)
-    if cleaning:
-        with timer.stage("boilerplate"):
-            report["boilerplate"] = cleaning.report(features)
-        cleaning.release()
-    return DedupeResult(clusters, pairs, deduplicated, report, [features, pairs, members])
+    if not later:  # members found here are not kept: a rerun finds them again
+        finish_components(results, counts, components)
+    pending = (lambda: write_pairs(pairs)) if write_pairs and write_now and later else None
+    return members, components, pending
 
 
 def run(
@@ -198,7 +234,8 @@ def run_locked(
     out.prepare(overwrite, clear_staging=False)
     if tables is not None:
         tables.check(spark)
-    workers_started = start_python_workers(spark)
+    ahead = python_tasks_ahead(spark, source, config)
+    workers_started = start_python_workers(spark) if ahead else None
     # The run id's file list is taken before Spark lists the input to read it: a file that
     # lands in between is then read but not in the id, so a rerun that sees it gets another id
     # and starts afresh; the other way round, a resumed run would reuse stages without it.
@@ -225,7 +262,8 @@ def run_locked(
     with timer.stage("write"):
         write_outputs(spark, result, staged, tables)
     result.release()
-    workers_started()  # long done: the job's Python tasks ran on those workers
+    if workers_started:
+        workers_started()  # long done: the job's Python tasks ran on those workers
     staged.delete(CHECKPOINT_DIR)
     report = {**result.report, **plan_section(plan)}
     if session is not None:
@@ -252,15 +290,26 @@ def run_locked(
     return report
 
 
+def python_tasks_ahead(spark: SparkSession, source: CorpusSource, config: DedupeConfig) -> bool:
+    """Whether the run will run Python tasks (whose workers a fresh process starts early):
+    not when the driver may read its input (:func:`~neardup_spark.pipeline.in_process.
+    may_read_in_process`) and find its pairs (``driver_max_docs``), which then runs none."""
+    if config.strip_boilerplate or not config.driver_max_docs:
+        return True
+    return not may_read_in_process(spark, source, config, config.driver_max_docs)
+
+
 def write_outputs(
     spark: SparkSession, result: DedupeResult, staged: OutputDir, tables: OutputTables | None
 ) -> None:
-    """``clusters/`` and ``deduplicated/`` staged as Parquet (``pairs/`` is already), or the
-    three tables written (pairs from the staged Parquet)."""
+    """``clusters/`` and ``deduplicated/`` staged as Parquet (and ``pairs/`` when dedupe()
+    left it to be written here), or the three tables written (pairs from the staged
+    Parquet)."""
     if tables is None:
         run_together(
             spark,
             [
+                *([result.write_pairs] if result.write_pairs else []),
                 lambda: result.clusters.write.mode("overwrite").parquet(staged.child("clusters")),
                 lambda: result.deduplicated.write.mode("overwrite").parquet(
                     staged.child("deduplicated")
@@ -268,6 +317,8 @@ def write_outputs(
             ],
         )
         return
+    if result.write_pairs:
+        result.write_pairs()
     tables.write("pairs", spark.read.parquet(staged.child("pairs")))
     tables.write("clusters", result.clusters)
     tables.write("deduplicated", result.deduplicated)

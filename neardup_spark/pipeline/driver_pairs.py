@@ -23,8 +23,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from neardup_spark.batch.candidates import key_blocks_fn, pairs_in_blocks_fn
-from neardup_spark.batch.scoring import score_sorted_sides, sets_from_texts_fn
+from neardup_spark.batch.scoring import score_pairs, sets_from_texts_fn
 from neardup_spark.columns import (
     BAND_KEYS,
     DOC_A,
@@ -40,6 +39,8 @@ from neardup_spark.columns import (
     TEXT,
 )
 from neardup_spark.config import DedupeConfig
+from neardup_spark.kernels.lsh import bucket_pairs
+from neardup_spark.pipeline.in_process import SketchedHere, in_process_threads, map_in_threads
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.runtime.engine import from_arrow_batches
 from neardup_spark.runtime.spark_compat import to_arrow
@@ -48,17 +49,24 @@ from neardup_spark.stages.clusters import exact_pairs, minhash_pairs, simhash_pa
 # The candidates' texts come back through the driver: a corpus with more characters than this
 # takes the Spark path whatever its document count (the driver's default heap is 2 GB).
 DRIVER_MAX_TEXT_CHARS = 200_000_000
-_SIDE_ROWS_PER_BATCH = 4096  # side rows scored at once (two per pair)
+_PAIRS_PER_BLOCK = 2048  # pairs scored at once (by one thread)
 # Id types whose order Arrow and Spark agree on (a component's and a group's smallest id).
 _ORDERED_ID_TYPES = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 
 
-def pairs_fit_driver(features: DataFrame, config: DedupeConfig, counts: dict[str, int]) -> bool:
-    """True when the run is small enough to find its pairs on the driver."""
+def pairs_fit_driver(
+    features: DataFrame,
+    config: DedupeConfig,
+    counts: dict[str, int],
+    here: SketchedHere | None = None,
+) -> bool:
+    """True when the run is small enough to find its pairs on the driver: the texts were read
+    here (``here``), or are few enough to come back through the driver's JVM."""
     id_type = features.schema[DOC_ID].dataType
+    texts_here = here is not None and here.documents is not None
     return (
         counts["input_rows"] <= config.driver_max_docs
-        and counts.get("text_chars", 0) <= DRIVER_MAX_TEXT_CHARS
+        and (texts_here or counts.get("text_chars", 0) <= DRIVER_MAX_TEXT_CHARS)
         and isinstance(id_type, _ORDERED_ID_TYPES)
         and type(id_type) is not T.VarcharType  # (a subclass of StringType on some versions)
     )
@@ -70,14 +78,18 @@ def driver_pair_parts(
     config: DedupeConfig,
     timer: StageTimer,
     counts: dict[str, int],
-) -> list[DataFrame]:
+    here: SketchedHere | None = None,
+) -> tuple[list[DataFrame], pa.Table]:
     """The ``pairs/`` rows of :func:`~neardup_spark.pipeline.steps.verified_edges`, found on
     the driver: exact-copy rows (when copies are collapsed first) and verified near-duplicate
-    rows, each a DataFrame of the driver's table; ``counts`` filled as the Spark path does."""
+    rows, each a DataFrame of the driver's table, and all their edges (``doc_a``, ``doc_b``) as
+    one table; ``counts`` filled as the Spark path does. ``here``: the per-document table (and
+    texts) this process computed, read instead of fetching them from Spark."""
     spark = features.sparkSession
     counts["exact_copies"] = counts["candidate_pairs"] = counts["near_pairs"] = 0
     exact_first = config.method == "exact" or config.exact_first
     parts: list[DataFrame] = []
+    edges: list[pa.Table] = []
 
     def find_candidates(unique: pa.Table, counted: dict[str, int]) -> pa.Table:
         found = candidate_pairs(unique, config.bucket_all_pairs_max)
@@ -86,31 +98,51 @@ def driver_pair_parts(
 
     # The collect belongs to the first stage that runs: one progress line per stage.
     with timer.stage("exact" if exact_first else "candidates") as counted:
-        docs = unique = to_arrow(features.select(*_feature_columns(config)))
+        columns = _feature_columns(config)
+        docs = unique = (
+            here.features.select(columns) if here else to_arrow(features.select(*columns))
+        )
         if exact_first:
             copies = exact_copy_edges(docs, config.exact_compare_text)
             counts["exact_copies"] = counted["rows"] = copies.num_rows
             unique = docs.filter(pc.invert(pc.is_in(docs.column(DOC_ID), copies.column(DOC_B))))
             # doc_a nullable, as the Spark path's (a window's min)
             parts.append(exact_pairs(from_arrow_batches(spark, _required(copies, DOC_B))))
+            edges.append(copies)
         else:
             candidates = find_candidates(unique, counted)
     if config.method == "exact":
-        return parts
+        return parts, _edge_table(edges, docs)
     if exact_first:
         with timer.stage("candidates") as counted:
             candidates = find_candidates(unique, counted)
     with timer.stage("verify") as counted:
         if config.method == "minhash":
-            side_texts = candidate_texts(spark, candidates, texts)
-            kept = verified_minhash(candidates, side_texts, config)
+            if here is not None and here.documents is not None:
+                side_texts = texts_of_candidates(candidates, here.documents)
+            else:
+                side_texts = candidate_texts(spark, candidates, texts)
+            threads = in_process_threads(spark)
+            kept = verified_minhash(candidates, side_texts, config, threads)
             part = minhash_pairs(from_arrow_batches(spark, _required(kept)))
         else:
             kept = verified_simhash(candidates, unique, config.hamming_k)
             part = simhash_pairs(from_arrow_batches(spark, _required(kept)))
         counts["near_pairs"] = counted["rows"] = kept.num_rows
     parts.append(part)
-    return parts
+    edges.append(kept)
+    return parts, _edge_table(edges, docs)
+
+
+def _edge_table(parts: list[pa.Table], docs: pa.Table) -> pa.Table:
+    """The pair tables' ``doc_a``, ``doc_b`` as one table (of ``docs``' id type)."""
+    id_type = docs.schema.field(DOC_ID).type
+    return pa.table(
+        {
+            end: pa.chunked_array([c for part in parts for c in part.column(end).chunks], id_type)
+            for end in (DOC_A, DOC_B)
+        }
+    )
 
 
 def _feature_columns(config: DedupeConfig) -> list[str]:
@@ -149,14 +181,28 @@ def exact_copy_edges(docs: pa.Table, compare_text: bool = False) -> pa.Table:
 
 def candidate_pairs(docs: pa.Table, all_pairs_max: int) -> pa.Table:
     """``doc_id``, ``band_keys`` -> distinct candidate pairs ``doc_a < doc_b``: the buckets of
-    every key in one block, through the Spark path's own batch functions."""
-    entries = docs.select([DOC_ID, BAND_KEYS]).to_batches()
-    blocks = list(key_blocks_fn(1)(entries))
-    found = [b for b in pairs_in_blocks_fn(all_pairs_max)(blocks) if b.num_rows]
-    if not found:
-        return _id_pairs(docs.schema.field(DOC_ID).type)
-    pairs = pa.Table.from_batches(found)
-    return pairs.group_by([DOC_A, DOC_B], use_threads=False).aggregate([])
+    the Spark path (:func:`~neardup_spark.kernels.lsh.bucket_pairs` over entries sorted by
+    key, then id), with each id replaced by its rank in id order (Arrow and Spark both order
+    strings by their UTF-8 bytes) so that the sort is numeric: a stable sort by key of entries
+    laid out in id order."""
+    ids = docs.column(DOC_ID).combine_chunks()
+    by_id = pc.sort_indices(ids)
+    lists = docs.column(BAND_KEYS).combine_chunks().take(by_id)
+    keys = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    if keys.size < 2:
+        return _id_pairs(ids.type)
+    ranks = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    rank_a, rank_b = bucket_pairs(keys[order], pa.array(ranks[order]), all_pairs_max)
+    a = rank_a.to_numpy(zero_copy_only=False)
+    b = rank_b.to_numpy(zero_copy_only=False)
+    # a == b: a document with one 64-bit key in two bands; a pair found in several buckets once
+    n = np.int64(len(ids))
+    codes = np.unique(a[a != b] * n + b[a != b])
+    ranked = ids.take(by_id)
+    return pa.table(
+        {DOC_A: ranked.take(pa.array(codes // n)), DOC_B: ranked.take(pa.array(codes % n))}
+    )
 
 
 def candidate_texts(
@@ -182,33 +228,48 @@ def candidate_texts(
     return to_arrow(rows.select(DOC_ID, TEXT))
 
 
-def verified_minhash(candidates: pa.Table, texts: pa.Table, config: DedupeConfig) -> pa.Table:
+def texts_of_candidates(candidates: pa.Table, documents: pa.Table) -> pa.Table:
+    """``doc_id``, ``text`` of every document in a candidate pair, from ``documents`` (the
+    texts this process read)."""
+    if not candidates.num_rows:
+        return documents.slice(0, 0)
+    ends = pa.chunked_array([*candidates.column(DOC_A).chunks, *candidates.column(DOC_B).chunks])
+    return documents.filter(pc.is_in(documents.column(DOC_ID), value_set=pc.unique(ends)))
+
+
+def verified_minhash(
+    candidates: pa.Table, texts: pa.Table, config: DedupeConfig, threads: int = 1
+) -> pa.Table:
     """Candidate pairs and their documents' texts -> the pairs whose exact Jaccard reaches the
-    threshold: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate`` (the Spark path's scoring)."""
+    threshold: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate`` (the Spark path's scoring), in
+    blocks of pairs scored ``threads`` at a time."""
     n = candidates.num_rows
     if not n:
         return _scored(candidates, pa.array([], pa.float64()), pa.array([], pa.float64()))
+    candidates = candidates.combine_chunks()
     where = pc.index_in(
         pa.chunked_array([candidates.column(DOC_A), candidates.column(DOC_B)]).combine_chunks(),
         value_set=texts.column(DOC_ID).combine_chunks(),
     ).to_numpy(zero_copy_only=False)
-    rows = np.empty(2 * n, dtype=np.int64)
-    rows[0::2], rows[1::2] = where[:n], where[n:]
-    pair_rows = pa.array(np.repeat(np.arange(n), 2))
-    sides = pa.table(
-        {
-            DOC_A: candidates.column(DOC_A).take(pair_rows),
-            DOC_B: candidates.column(DOC_B).take(pair_rows),
-            TEXT: texts.column(TEXT).take(pa.array(rows)),
-        }
-    )
-    scored = pa.Table.from_batches(
-        list(
-            score_sorted_sides(
-                sides.to_batches(max_chunksize=_SIDE_ROWS_PER_BATCH), sets_from_texts_fn(config)
-            )
+    with_sets = sets_from_texts_fn(config)
+    text = texts.column(TEXT)
+
+    def score_block(start: int) -> pa.RecordBatch:
+        pairs = np.arange(start, min(start + _PAIRS_PER_BLOCK, n))
+        sides = np.repeat(pairs, 2)  # rows 2i and 2i + 1: doc_a's and doc_b's side of pair i
+        side_rows = np.empty(sides.size, dtype=np.int64)
+        side_rows[0::2], side_rows[1::2] = where[pairs], where[n + pairs]
+        table = pa.table(
+            {
+                DOC_A: candidates.column(DOC_A).take(sides),
+                DOC_B: candidates.column(DOC_B).take(sides),
+                TEXT: text.take(side_rows),
+            }
         )
-    )
+        return score_pairs(with_sets(table))
+
+    blocks = map_in_threads(score_block, range(0, n, _PAIRS_PER_BLOCK), threads)
+    scored = pa.Table.from_batches(blocks)
     return scored.filter(pc.greater_equal(scored.column(JACCARD), config.threshold))
 
 

@@ -17,10 +17,10 @@ decide when.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,6 +44,8 @@ from neardup_spark.stages.documents import documents_schema
 _BATCH_ROWS = 2000
 _STRING_TYPES = {pa.string(): pa.string(), pa.large_string(): pa.string()}
 _TEXT_TYPES = {**_STRING_TYPES, pa.binary(): pa.binary(), pa.large_binary(): pa.binary()}
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
 
 
 def in_process_threads(spark: SparkSession) -> int:
@@ -185,15 +187,27 @@ def read_documents(paths: list[str], config: DedupeConfig, id_type: pa.DataType)
     return documents
 
 
-def features_table(df: DataFrame, local: LocalInput, config: DedupeConfig) -> pa.Table:
+@dataclass(frozen=True)
+class SketchedHere:
+    """The per-document pass done in this process: its table (the Spark path's schema) and the
+    ``doc_id``, ``text`` rows it read, for a verification on the driver (None when let go)."""
+
+    features: pa.Table
+    documents: pa.Table | None
+
+
+def features_table(
+    df: DataFrame, local: LocalInput, config: DedupeConfig, keep_texts: bool = False
+) -> SketchedHere:
     """The per-document table of ``df``'s rows (read from ``local``'s files, which
-    :func:`input_fits` accepted) computed here, in the Spark path's schema. The texts are let
-    go once it is done (verification reads its candidates' own)."""
+    :func:`input_fits` accepted) computed here, in the Spark path's schema. The texts are kept
+    with ``keep_texts`` (the pairs are then found on the driver), else let go once it is done
+    (verification reads its candidates' own)."""
     id_type = df.schema[config.id_col].dataType
     documents = read_documents(local.paths, config, to_arrow_type(id_type))
     features = sketch_documents(documents, config, in_process_threads(df.sparkSession))
     schema = documents_schema(config, id_type, with_sets=False)
-    return features.cast(to_arrow_schema(schema))
+    return SketchedHere(features.cast(to_arrow_schema(schema)), documents if keep_texts else None)
 
 
 def sketch_documents(documents: pa.Table, config: DedupeConfig, threads: int) -> pa.Table:
@@ -206,8 +220,14 @@ def sketch_documents(documents: pa.Table, config: DedupeConfig, threads: int) ->
         return sketch(batch)
 
     batches = documents.to_batches(max_chunksize=_BATCH_ROWS)
+    return pa.Table.from_batches(map_in_threads(per_batch, batches, threads))
+
+
+def map_in_threads(fn: Callable[[_In], _Out], items: Iterable[_In], threads: int) -> list[_Out]:
+    """``[fn(item) for item in items]``, ``threads`` at a time (work on compiled kernels, which
+    release the GIL), in order."""
     pool = ThreadPoolExecutor(max(1, threads))
     try:
-        return pa.Table.from_batches(list(pool.map(per_batch, batches)))
-    finally:  # a signal stops the pass within the batches being sketched, not all of them
+        return list(pool.map(fn, items))
+    finally:  # a signal stops the work within the items being done, not all of them
         pool.shutdown(wait=True, cancel_futures=True)

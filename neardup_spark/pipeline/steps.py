@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -20,7 +21,11 @@ from neardup_spark import __version__
 from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID, HAMMING
 from neardup_spark.config import DedupeConfig
 from neardup_spark.io.corpus import as_documents, check_ids
-from neardup_spark.pipeline.components import connected_components
+from neardup_spark.pipeline.components import (
+    connected_components,
+    driver_components,
+    driver_members,
+)
 from neardup_spark.pipeline.driver_pairs import driver_pair_parts, pairs_fit_driver
 from neardup_spark.pipeline.execution import (
     BROADCAST_MAX_ROWS,
@@ -34,7 +39,12 @@ from neardup_spark.pipeline.execution import (
     verify_partitions,
 )
 from neardup_spark.pipeline.filtered_scans import AddressedInput
-from neardup_spark.pipeline.in_process import LocalInput, features_table, input_fits
+from neardup_spark.pipeline.in_process import (
+    LocalInput,
+    SketchedHere,
+    features_table,
+    input_fits,
+)
 from neardup_spark.pipeline.reporting import (
     StageTimer,
     banding_section,
@@ -78,20 +88,22 @@ def document_table(
     features_of: Callable[[DataFrame], DataFrame] | None = None,
     results: StageResults | None = None,
     local: LocalInput | None = None,
-) -> tuple[DataFrame, dict[str, int]]:
+) -> tuple[DataFrame, dict[str, int], SketchedHere | None]:
     """The one per-document pass (kept in ``results``; no shingle sets: verification
     recomputes those of the candidates only) and the input counts, with the id check running
     alongside it (a bad id cancels the pass and is the error raised). ``check_ids`` times what
     is left of the check once the pass is done. ``documents`` (``doc_id``, ``text``; default:
     ``df``'s id and text columns) is what the pass reads; ``features_of`` replaces the pass
     (the boilerplate step's cleaning one). ``local``: ``df``'s files, which this process may
-    read and sketch itself (:mod:`~neardup_spark.pipeline.in_process`; ids checked first)."""
+    read and sketch itself (:mod:`~neardup_spark.pipeline.in_process`; ids checked first): the
+    third value is then the table and texts it read (texts kept when the pairs may be found on
+    the driver), else None."""
     results = results or StageResults()
     done = results.finished("sketch")
     if done is not None:  # its ids were checked by the run that finished it
         counts = dict(done["counts"])
         timer.documents = counts["input_rows"]
-        return results.load("sketch"), counts
+        return results.load("sketch"), counts, None
     metrics = input_count_columns(config.ngram, config.char_ngram)
     if (
         local is not None
@@ -100,14 +112,16 @@ def document_table(
         and input_fits(local.paths, config, local.limits)
     ):
         with timer.stage("sketch") as counted:
-            computed = features_table(df, local, config)
-            features = results.keep_table("sketch", df.sparkSession, computed, parts)
-            counts = input_counts(computed, config.ngram, config.char_ngram)
+            here = features_table(df, local, config, keep_texts=bool(config.driver_max_docs))
+            features = results.keep_table("sketch", df.sparkSession, here.features, parts)
+            counts = input_counts(here.features, config.ngram, config.char_ngram)
             counted["rows"] = counts["input_rows"]
         timer.on_driver.append("sketch")
         timer.documents = counts["input_rows"]
         results.finish("sketch", {"counts": counts})
-        return features, counts
+        if counts["input_rows"] > config.driver_max_docs:
+            here = SketchedHere(here.features, None)
+        return features, counts, here
     spark = df.sparkSession
     wait_for_id_check = run_alongside(spark, lambda: checked_ids(df, config.id_col))
     if documents is None:
@@ -127,7 +141,7 @@ def document_table(
         wait_for_id_check()
     timer.documents = counts["input_rows"]
     results.finish("sketch", {"counts": counts})
-    return features, counts
+    return features, counts, None
 
 
 def checked_ids(df: DataFrame, id_col: str) -> None:
@@ -255,12 +269,16 @@ def verified_edges(
     counts: dict[str, int],
     results: StageResults,
     addressed: AddressedInput | None = None,
-) -> DataFrame:
+    here: SketchedHere | None = None,
+) -> tuple[DataFrame, pa.Table | None]:
     """Exact-copy edges and verified near-duplicate pairs (:func:`near_duplicate_pairs`) of
-    the per-document table -> the ``pairs/`` rows, counted in ``counts``. A small run finds
-    them on the driver (:mod:`~neardup_spark.pipeline.driver_pairs`), the same pairs."""
-    if pairs_fit_driver(features, config, counts):
-        pair_parts = driver_pair_parts(features, texts, config, timer, counts)
+    the per-document table -> the ``pairs/`` rows, counted in ``counts``, and their edges
+    (``doc_a``, ``doc_b``) as a table in this process when found here, else None. A small run
+    finds them on the driver (:mod:`~neardup_spark.pipeline.driver_pairs`), the same pairs,
+    from ``here`` (the per-document pass done in this process) when given."""
+    edges = None
+    if pairs_fit_driver(features, config, counts, here):
+        pair_parts, edges = driver_pair_parts(features, texts, config, timer, counts, here)
         timer.on_driver += [stage for stage in PAIR_STAGES if stage in timer.seconds]
     else:
         exact, unique_docs = exact_copy_pairs(features, config, timer, counts, results)
@@ -275,7 +293,7 @@ def verified_edges(
     # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
     # the two sets are disjoint, so no job is needed to count their union.
     counts["verified_pairs"] = counts["exact_copies"] + counts["near_pairs"]
-    return union_pairs(pair_parts)
+    return union_pairs(pair_parts), edges
 
 
 def union_pairs(parts: list[DataFrame]) -> DataFrame:
@@ -299,19 +317,30 @@ def cluster_members(
     checkpoint: Callable[[DataFrame], DataFrame],
     results: StageResults,
     ranking: tuple[DataFrame, list[tuple[str, bool]]] | None = None,
+    edges_here: pa.Table | None = None,
 ) -> tuple[DataFrame, dict[str, Any]]:
     """Connected components of the verified pairs -> each clustered document's representative
     (``doc_id``, ``cluster_id``; kept in ``results``, finished by :func:`finish_components`)
-    and the report's ``components``: the ``strategy`` taken (``single_task``, ``distributed``)
-    and its ``rounds`` (a forest of stars takes none). ``ranking``: the keep policy's table and
-    keys (:func:`~neardup_spark.io.corpus.preference_table`), which then chooses the
-    representatives."""
+    and the report's ``components``: the ``strategy`` taken (``driver``, ``single_task``,
+    ``distributed``) and its ``rounds`` (a forest of stars takes none). ``ranking``: the keep
+    policy's table and keys (:func:`~neardup_spark.io.corpus.preference_table`), which then
+    chooses the representatives. ``edges_here``: the pairs' edges in this process
+    (:func:`verified_edges`), whose components this process then labels with the single
+    task's kernel (``driver``), within the single task's limit."""
     done = results.finished("components")
     if done is not None:
         counts.update(done["counts"])
         rounds = int(done["rounds"])
         strategy = done.get("strategy") or ("distributed" if rounds else "single_task")
         return results.load("components"), {"strategy": strategy, "rounds": rounds}
+    if members_on_driver(config, counts, ranking, edges_here):
+        with timer.stage("components") as counted:
+            members, removed = driver_members(pairs.sparkSession, edges_here)
+            counted["removed"], counted["rows"] = removed, counts["verified_pairs"]
+        timer.on_driver.append("components")
+        counts["removed"] = removed
+        counts["clusters"] = counts["input_rows"] - removed
+        return members, {"strategy": "driver", "rounds": 0}
     with timer.stage("components") as counted:
         edges = pairs.select(DOC_A, DOC_B)
         n_edges = counts["verified_pairs"]
@@ -319,9 +348,14 @@ def cluster_members(
             pairs.sparkSession, config.components_single_task_max_edges, n_edges, edges
         )
         single_task = n_edges <= limit  # as connected_components decides
-        labels, rounds = connected_components(
-            edges, checkpoint, n_edges=n_edges, single_task_max_edges=limit
-        )
+        on_driver = single_task and edges_here is not None
+        if on_driver:
+            labels, rounds = driver_components(pairs.sparkSession, edges_here), 0
+            timer.on_driver.append("components")
+        else:
+            labels, rounds = connected_components(
+                edges, checkpoint, n_edges=n_edges, single_task_max_edges=limit
+            )
         if single_task and (config.representative != "smallest_id" or ranking is not None):
             labels = labels.persist()  # read twice: the single task would run twice
         if ranking is not None:
@@ -340,8 +374,26 @@ def cluster_members(
         counted["rows"] = counts["verified_pairs"]
     counts["removed"] = removed
     counts["clusters"] = counts["input_rows"] - removed
-    strategy = "single_task" if single_task else "distributed"
+    strategy = "driver" if on_driver else "single_task" if single_task else "distributed"
     return members, {"strategy": strategy, "rounds": rounds}
+
+
+def members_on_driver(
+    config: DedupeConfig,
+    counts: dict[str, int],
+    ranking: tuple[DataFrame, list[tuple[str, bool]]] | None,
+    edges_here: pa.Table | None,
+) -> bool:
+    """Whether :func:`cluster_members` finds the members in this process and keeps no result
+    (below this size a rerun costs less than staging): the pairs' edges are here, the
+    representatives are the smallest ids, and the single task may take the graph."""
+    limit = config.components_single_task_max_edges
+    return (
+        edges_here is not None
+        and ranking is None
+        and config.representative == "smallest_id"
+        and (limit is None or counts["verified_pairs"] <= limit)
+    )
 
 
 def finish_components(

@@ -164,17 +164,17 @@ def clusters_and_pairs(result) -> tuple[list, list]:
 
 
 @pytest.mark.parametrize(
-    ("input_parts", "shuffle_parts", "arrow_batch", "distributed"),
-    [(1, 2, 100, False), (8, 16, 5000, True)],
+    ("input_parts", "shuffle_parts", "arrow_batch", "strategy"),
+    [(1, 2, 100, "single_task"), (8, 16, 5000, "distributed")],
 )
 def test_same_clusters_whatever_the_partitioning(
-    spark, corpus, finished_run, input_parts, shuffle_parts, arrow_batch, distributed
+    spark, corpus, finished_run, input_parts, shuffle_parts, arrow_batch, strategy
 ):
-    """Input splits, shuffle partitions, Arrow batch size and the components' strategy
-    (single task vs distributed large-star/small-star) change nothing in the result."""
+    """Input splits, shuffle partitions, Arrow batch size and the components' strategy (on the
+    driver, in a single task, or distributed large-star/small-star) change nothing."""
     root, _, _ = corpus
     out, report = finished_run
-    assert report["components"]["strategy"] == "single_task"
+    assert report["components"]["strategy"] == "driver"  # a small run's, by default
     expected = (
         sorted((r["doc_id"], r["cluster_id"]) for r in read(out / "clusters").to_pylist()),
         sorted(
@@ -182,7 +182,10 @@ def test_same_clusters_whatever_the_partitioning(
             for p in read(out / "pairs").to_pylist()
         ),
     )
-    overrides = ["components_single_task_max_edges=0"] if distributed else []
+    overrides = {
+        "single_task": ["driver_max_docs=0"],  # pairs as Spark stages, members in one task
+        "distributed": ["components_single_task_max_edges=0"],
+    }[strategy]
     settings = {
         "spark.sql.shuffle.partitions": str(shuffle_parts),
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(arrow_batch),
@@ -191,9 +194,7 @@ def test_same_clusters_whatever_the_partitioning(
         df = spark.read.parquet(str(root)).repartition(input_parts)
         result = dedupe(df, build_config(overrides=overrides))
         got = clusters_and_pairs(result)
-        assert result.report["components"]["strategy"] == (
-            "distributed" if distributed else "single_task"
-        )
+        assert result.report["components"]["strategy"] == strategy
         result.release()
     assert got == expected
 
@@ -220,17 +221,33 @@ def test_pairs_written_alongside_the_components(spark, corpus, tmp_path):
     write cancels the components and is the error raised."""
     root, _, _ = corpus
     df = spark.read.parquet(str(root))
-    result = dedupe(df, build_config(), write_pairs=lambda p: p.write.parquet(str(tmp_path / "p")))
+    as_stages = build_config(overrides=["driver_max_docs=0"])
+    write = lambda p: p.write.parquet(str(tmp_path / "p"))  # noqa: E731
+    result = dedupe(df, as_stages, write_pairs=write)
     written = sorted(map(tuple, spark.read.parquet(str(tmp_path / "p")).collect()))
     assert written and written == sorted(map(tuple, result.pairs.collect()))
-    assert "write" in result.report["stage_seconds"]
+    assert "write" in result.report["stage_seconds"] and result.write_pairs is None
     result.release()
 
     def failing_write(pairs):
         raise UserError("pairs: disk full")
 
     with pytest.raises(UserError, match="disk full"):
-        dedupe(df, build_config(), write_pairs=failing_write)
+        dedupe(df, as_stages, write_pairs=failing_write)
+
+
+def test_pairs_of_members_found_here_are_left_to_the_outputs_write(spark, corpus, tmp_path):
+    """Members found on the driver take no time to wait for: the pairs are written with the
+    other outputs, by ``result.write_pairs``."""
+    root, _, _ = corpus
+    df = spark.read.parquet(str(root))
+    result = dedupe(df, build_config(), write_pairs=lambda p: p.write.parquet(str(tmp_path / "p")))
+    assert result.report["components"]["strategy"] == "driver"
+    assert not (tmp_path / "p").exists() and result.write_pairs is not None
+    result.write_pairs()
+    written = sorted(map(tuple, spark.read.parquet(str(tmp_path / "p")).collect()))
+    assert written and written == sorted(map(tuple, result.pairs.collect()))
+    result.release()
 
 
 def _write(tmp_path, rows, schema="id string, text string", spark=None):

@@ -134,4 +134,6 @@ def test_the_driver_finds_the_spark_stages_pairs(spark, corpus, case):
     pair_stages = ["candidates", "verify"] if on_driver.method != "exact" else []
     if on_driver.method == "exact" or on_driver.exact_first:
         pair_stages.insert(0, "exact")
-    assert driver_timer.on_driver == pair_stages and spark_timer.on_driver == []
+    members_here = not on_driver.prefer and on_driver.representative == "smallest_id"
+    assert driver_timer.on_driver == pair_stages + ["components"] * members_here
+    assert spark_timer.on_driver == []

@@ -58,6 +58,21 @@ def test_a_pass_here_equals_spark_tasks(runs):
     assert reports["minhash", "here"]["counts"]["near_pairs"] > 0
 
 
+def test_a_run_all_here_equals_the_spark_stages(runs):
+    """Pass, pairs (from the texts read here) and members all in this process: the outputs of
+    the Spark tasks and stages, and no stage result kept for the components."""
+    root, reports = runs["root"], runs["reports"]
+    here, spark_stages = reports["minhash", "here"], reports["spark-stages", "tasks"]
+    assert here["stages_on_driver"] == ["sketch", "exact", "candidates", "verify", "components"]
+    assert here["components"] == {"strategy": "driver", "rounds": 0}
+    assert spark_stages["stages_on_driver"] == []
+    assert spark_stages["components"]["strategy"] == "single_task"
+    assert here["counts"] == spark_stages["counts"]
+    for name in OUTPUTS:
+        ours = canonical(read(root / "out-minhash-here" / name))
+        assert ours.equals(canonical(read(root / "out-spark-stages-tasks" / name))), name
+
+
 @pytest.mark.parametrize("options", [{}, SPARK_TASKS], ids=["here", "tasks"])
 def test_bad_ids_are_refused_alike(spark, tmp_path, options):
     (tmp_path / "in").mkdir()

@@ -154,19 +154,19 @@ def test_components_are_done_again_when_a_killed_commit_moved_pairs_out(
         assert table_of(out / name) == table_of(whole / name), name
 
 
-def test_a_small_run_keeps_the_per_document_pass_and_the_components(
-    spark, corpus, tmp_path, monkeypatch
-):
-    """On the driver, the pair stages are redone by a rerun (they cost less than staging),
-    the per-document pass and the components are read back."""
+def test_a_small_run_keeps_the_per_document_pass_only(spark, corpus, tmp_path, monkeypatch):
+    """On the driver, the pair stages and the components are redone by a rerun (they cost
+    less than staging), the per-document pass is read back."""
     small = build_config()
     whole = run(spark, str(corpus), str(tmp_path / "whole"), small)
-    assert whole["stages_on_driver"] == ["sketch", "exact", "candidates", "verify"]
+    on_driver = ["sketch", "exact", "candidates", "verify", "components"]
+    assert whole["stages_on_driver"] == on_driver
     out = tmp_path / "out"
-    run_killed_after(monkeypatch, "components", spark, str(corpus), str(out), small)
-    assert staged_markers(out) == ["components", "sketch"]
+    run_killed_after(monkeypatch, "sketch", spark, str(corpus), str(out), small)
+    assert staged_markers(out) == ["sketch"]
     report = run(spark, str(corpus), str(out), small)
-    assert report["resumed_stages"] == ["sketch", "components"]
+    assert report["resumed_stages"] == ["sketch"]
+    assert report["stages_on_driver"] == on_driver[1:]
     assert report["counts"] == whole["counts"]
     for name in OUTPUTS:
         assert table_of(out / name) == table_of(tmp_path / "whole" / name), name

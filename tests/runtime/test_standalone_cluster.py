@@ -167,7 +167,7 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
     assert report["counts"]["clusters"] == local_report["counts"]["clusters"] < 300
     assert report["counts"]["near_pairs"] == local_report["counts"]["near_pairs"]
     assert report["components"]["strategy"] == "distributed"
-    assert local_report["components"]["strategy"] == "single_task"
+    assert local_report["components"]["strategy"] == "driver"
     assert pairs_of(out) == pairs_of(local_out) and pairs_of(out)
     # Both workers ran executors of the application.
     assert len({p.parent for p in standalone.work_dir.glob("app-*/*/stderr")}) == 2
