@@ -14,8 +14,7 @@ from neardup_spark.pipeline.in_process import (
     in_process_threads,
     input_fits,
     local_parquet_paths,
-    read_documents,
-    sketch_documents,
+    read_and_sketch,
 )
 from neardup_spark.pipeline.reporting import input_counts
 
@@ -36,8 +35,8 @@ def features_in_process(ctx: BatchContext) -> pa.Table | None:
         return None
     with ctx.timer.stage("sketch") as counted:
         id_type = pa.int64() if ctx.id_type == "bigint" else pa.string()
-        documents = read_documents(paths, config, id_type)
-        features = sketch_documents(documents, config, in_process_threads(ctx.spark))
+        threads = in_process_threads(ctx.spark)
+        documents, features = read_and_sketch(paths, config, id_type, threads)
         counts = input_counts(features, config.ngram, config.char_ngram)
         counted["rows"] = counts["input_rows"]
     ctx.timer.documents = counts["input_rows"]

@@ -131,15 +131,25 @@ def driver_components(spark: SparkSession, edges: pa.Table) -> DataFrame:
     return from_arrow_batches(spark, _driver_labels(edges, COMPONENT))
 
 
-def driver_members(spark: SparkSession, edges: pa.Table) -> tuple[DataFrame, int]:
+def driver_members(edges: pa.Table) -> tuple[pa.Table, int]:
     """Edges held in this process -> each member's representative by the default rule (the
-    component's smallest id), computed here, and how many members are not one: no Spark job.
+    component's smallest id), computed here, and how many members are not one.
 
     Input columns: ``doc_a``, ``doc_b``. Output columns: ``doc_id``, ``cluster_id``.
     """
     members = _driver_labels(edges, CLUSTER_ID)
-    removed = members.num_rows - len(pc.unique(members.column(CLUSTER_ID)))
-    return from_arrow_batches(spark, members), removed
+    return members, members.num_rows - len(pc.unique(members.column(CLUSTER_ID)))
+
+
+def driver_clusters(ids: pa.ChunkedArray, members: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Every document's id and the members found here -> the ``clusters/`` table, computed
+    here, in ``schema`` (the Spark stage's: :func:`~neardup_spark.stages.clusters.
+    cluster_table`'s columns ``doc_id``, ``cluster_id``, ``is_representative``)."""
+    every = ids.combine_chunks()
+    where = pc.index_in(every, value_set=members.column(DOC_ID).combine_chunks())
+    cluster = pc.coalesce(members.column(CLUSTER_ID).combine_chunks().take(where), every)
+    table = pa.table([every, cluster, pc.equal(every, cluster)], names=schema.names)
+    return table.cast(schema)
 
 
 def connected_components(

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 
 from neardup_spark import __version__
+from neardup_spark.columns import DOC_ID, IS_REPRESENTATIVE
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import (
@@ -26,9 +28,11 @@ from neardup_spark.io.corpus import (
     preference_table,
     read_corpus,
 )
+from neardup_spark.io.filesystem import join, write_parquet_file
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import CHECKPOINT_DIR, DEDUPE_LAYOUT, REPORT_FILE, OutputDir
 from neardup_spark.pipeline.boilerplate import boilerplate_step
+from neardup_spark.pipeline.driver_pairs import DriverTables
 from neardup_spark.pipeline.execution import (
     grouped_input,
     local_checkpoint,
@@ -39,6 +43,7 @@ from neardup_spark.pipeline.execution import (
 )
 from neardup_spark.pipeline.filtered_scans import addressed_input
 from neardup_spark.pipeline.in_process import LocalInput, local_input, may_read_in_process
+from neardup_spark.pipeline.local_output import RowsCopy, rows_copy, write_rows_without
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.pipeline.resume import RunPlan, StageResults, plan_run
 from neardup_spark.pipeline.steps import (
@@ -68,6 +73,8 @@ class DedupeResult:
     # Writes the pairs when dedupe() did not (a run whose members were found on the driver
     # writes them with its other tables, in one go).
     write_pairs: Callable[[], object] | None = field(default=None, repr=False)
+    # clusters/ as a table of this process (members found on the driver): written from here.
+    clusters_table: pa.Table | None = field(default=None, repr=False)
 
     def release(self) -> None:
         for df in self.persisted:
@@ -114,9 +121,7 @@ def dedupe(
         local,
     )
     texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
-    pairs, edges_here = verified_edges(
-        features, texts, config, timer, counts, results, addressed, here
-    )
+    pairs, driver = verified_edges(features, texts, config, timer, counts, results, addressed, here)
     del here  # the texts read here are not needed again
     members, components, pending = members_and_pairs_written(
         pairs,
@@ -127,18 +132,26 @@ def dedupe(
         checkpoint or local_checkpoint,
         results,
         ranking,
-        edges_here,
+        driver,
         write_pairs,
     )
     results.release("exact", "candidates", "verify")
-    clusters, deduplicated = output_tables(df, features, members, config, counts, addressed)
+    clusters, deduplicated, clusters_here = output_tables(
+        df, features, members, config, counts, addressed, driver
+    )
     report = run_report(config, counts, components, timer)
     if cleaning:
         with timer.stage("boilerplate"):
             report["boilerplate"] = cleaning.report(features)
         cleaning.release()
     return DedupeResult(
-        clusters, pairs, deduplicated, report, [features, pairs, members], write_pairs=pending
+        clusters,
+        pairs,
+        deduplicated,
+        report,
+        [features, pairs, members],
+        write_pairs=pending,
+        clusters_table=clusters_here,
     )
 
 
@@ -151,14 +164,14 @@ def members_and_pairs_written(
     checkpoint: Callable[[DataFrame], DataFrame],
     results: StageResults,
     ranking: tuple[DataFrame, list[tuple[str, bool]]] | None,
-    edges_here: pa.Table | None,
+    driver: DriverTables | None,
     write_pairs: Callable[[DataFrame], object] | None,
 ) -> tuple[DataFrame, dict[str, Any], Callable[[], object] | None]:
     """:func:`~neardup_spark.pipeline.steps.cluster_members` (finished in ``results``), with
     ``write_pairs`` writing the pairs alongside; members found on the driver take no time, so
     their pairs are left to be written with the other outputs: the third value writes them."""
     write_now = write_pairs is not None and results.finished("components") is None
-    later = members_on_driver(config, counts, ranking, edges_here)
+    later = members_on_driver(config, counts, ranking, driver)
     pairs_written = (
         run_alongside(pairs.sparkSession, lambda: write_pairs(pairs))
         if write_pairs and write_now and not later
@@ -166,7 +179,7 @@ def members_and_pairs_written(
     )
     try:
         members, components = cluster_members(
-            pairs, features, config, timer, counts, checkpoint, results, ranking, edges_here
+            pairs, features, config, timer, counts, checkpoint, results, ranking, driver
         )
     except Exception:  # (an interrupt is not waited on: it stops the process)
         if pairs_written:  # a failed write cancelled the components: report the cause
@@ -249,6 +262,7 @@ def run_locked(
     plan = plan_run(spark, out, source, config, resume, files)
     staged = plan.staged
     staged.delete(CHECKPOINT_DIR)  # a killed run's; the components stage checkpoints afresh
+    local = local_input(spark, source, files, config, skipped_files)
     result = dedupe(
         df,
         config,
@@ -256,11 +270,12 @@ def run_locked(
         timer=timer,
         write_pairs=lambda pairs: pairs.write.mode("overwrite").parquet(staged.child("pairs")),
         results=plan.results,
-        local=local_input(spark, source, files, config, skipped_files),
+        local=local,
     )
     keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
     with timer.stage("write"):
-        write_outputs(spark, result, staged, tables)
+        copy = rows_copy(df, local, config.id_col) if result.clusters_table else None
+        write_outputs(spark, result, staged, tables, copy, config.id_col)
     result.release()
     if workers_started:
         workers_started()  # long done: the job's Python tasks ran on those workers
@@ -300,28 +315,54 @@ def python_tasks_ahead(spark: SparkSession, source: CorpusSource, config: Dedupe
 
 
 def write_outputs(
-    spark: SparkSession, result: DedupeResult, staged: OutputDir, tables: OutputTables | None
+    spark: SparkSession,
+    result: DedupeResult,
+    staged: OutputDir,
+    tables: OutputTables | None,
+    copy: RowsCopy | None = None,
+    id_col: str = "",
 ) -> None:
     """``clusters/`` and ``deduplicated/`` staged as Parquet (and ``pairs/`` when dedupe()
     left it to be written here), or the three tables written (pairs from the staged
-    Parquet)."""
+    Parquet). ``copy``: ``deduplicated/`` is copied from the input files by this process
+    (:mod:`~neardup_spark.pipeline.local_output`; ``id_col`` names their id column)."""
     if tables is None:
-        run_together(
-            spark,
-            [
-                *([result.write_pairs] if result.write_pairs else []),
-                lambda: result.clusters.write.mode("overwrite").parquet(staged.child("clusters")),
-                lambda: result.deduplicated.write.mode("overwrite").parquet(
-                    staged.child("deduplicated")
-                ),
-            ],
-        )
+        table = result.clusters_table
+
+        def write_deduplicated() -> None:
+            if copy is not None and table is not None:
+                write_rows_without(copy, id_col, removed_ids(table), staged, "deduplicated")
+            else:
+                result.deduplicated.write.mode("overwrite").parquet(staged.child("deduplicated"))
+
+        def write_clusters() -> None:
+            if table is not None:
+                write_table_here(staged, "clusters", table)
+            else:
+                result.clusters.write.mode("overwrite").parquet(staged.child("clusters"))
+
+        # The last action runs in this thread: the Spark jobs start first, in the background.
+        pending = [result.write_pairs] if result.write_pairs else []
+        run_together(spark, [*pending, write_deduplicated, write_clusters])
         return
     if result.write_pairs:
         result.write_pairs()
     tables.write("pairs", spark.read.parquet(staged.child("pairs")))
     tables.write("clusters", result.clusters)
     tables.write("deduplicated", result.deduplicated)
+
+
+def removed_ids(clusters: pa.Table) -> pa.Array:
+    """The ids of the documents a ``clusters/`` table does not keep (not representatives)."""
+    removed = clusters.filter(pc.invert(clusters.column(IS_REPRESENTATIVE)))
+    return removed.column(DOC_ID).combine_chunks()
+
+
+def write_table_here(staged: OutputDir, name: str, table: pa.Table) -> None:
+    """A staged output computed in this process, written by it as one Parquet file (replacing
+    what a killed attempt left)."""
+    staged.delete(name)
+    write_parquet_file(join(staged.child(name), "part-00000.parquet"), table)
 
 
 def run_to_tables(

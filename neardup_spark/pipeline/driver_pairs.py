@@ -14,6 +14,7 @@ stages are not kept for a resumed run: below this size, redoing them costs less 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,17 @@ _PAIRS_PER_BLOCK = 2048  # pairs scored at once (by one thread)
 _ORDERED_ID_TYPES = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 
 
+@dataclass
+class DriverTables:
+    """What a run that found its pairs on the driver holds in this process: every document's
+    id, the ``pairs/`` edges (``doc_a``, ``doc_b``) and, once found here, the members
+    (``doc_id``, ``cluster_id`` of the documents in a cluster)."""
+
+    ids: pa.ChunkedArray
+    edges: pa.Table
+    members: pa.Table | None = None
+
+
 def pairs_fit_driver(
     features: DataFrame,
     config: DedupeConfig,
@@ -79,11 +91,11 @@ def driver_pair_parts(
     timer: StageTimer,
     counts: dict[str, int],
     here: SketchedHere | None = None,
-) -> tuple[list[DataFrame], pa.Table]:
+) -> tuple[list[DataFrame], DriverTables]:
     """The ``pairs/`` rows of :func:`~neardup_spark.pipeline.steps.verified_edges`, found on
     the driver: exact-copy rows (when copies are collapsed first) and verified near-duplicate
-    rows, each a DataFrame of the driver's table, and all their edges (``doc_a``, ``doc_b``) as
-    one table; ``counts`` filled as the Spark path does. ``here``: the per-document table (and
+    rows, each a DataFrame of the driver's table, and the :class:`DriverTables` of the run;
+    ``counts`` filled as the Spark path does. ``here``: the per-document table (and
     texts) this process computed, read instead of fetching them from Spark."""
     spark = features.sparkSession
     counts["exact_copies"] = counts["candidate_pairs"] = counts["near_pairs"] = 0
@@ -112,7 +124,7 @@ def driver_pair_parts(
         else:
             candidates = find_candidates(unique, counted)
     if config.method == "exact":
-        return parts, _edge_table(edges, docs)
+        return parts, DriverTables(docs.column(DOC_ID), _edge_table(edges, docs))
     if exact_first:
         with timer.stage("candidates") as counted:
             candidates = find_candidates(unique, counted)
@@ -131,7 +143,7 @@ def driver_pair_parts(
         counts["near_pairs"] = counted["rows"] = kept.num_rows
     parts.append(part)
     edges.append(kept)
-    return parts, _edge_table(edges, docs)
+    return parts, DriverTables(docs.column(DOC_ID), _edge_table(edges, docs))
 
 
 def _edge_table(parts: list[pa.Table], docs: pa.Table) -> pa.Table:

@@ -166,25 +166,39 @@ def input_fits(paths: list[str], config: DedupeConfig, limits: ReadLimits) -> bo
             parquet.close()
 
 
-def read_documents(paths: list[str], config: DedupeConfig, id_type: pa.DataType) -> pa.Table:
-    """``doc_id`` (as ``id_type``: the type Spark gives the pass) and ``text`` of the rows of
-    files :func:`input_fits` accepted, as Spark reads them; their ids checked
-    (:class:`UserError`)."""
+def read_and_sketch(
+    paths: list[str], config: DedupeConfig, id_type: pa.DataType, threads: int
+) -> tuple[pa.Table, pa.Table]:
+    """The rows of files :func:`input_fits` accepted, as Spark reads them (``doc_id`` as
+    ``id_type``, the type Spark gives the pass, and ``text``), and their per-document table
+    (no shingle sets), in row order: each row group read and sketched by one of ``threads``
+    threads, so that reading overlaps the work (100,000 pages: the reads alone took 0.9 s
+    one file after another). The ids are checked at the end (:class:`UserError`)."""
     columns = [config.id_col, config.text_col]
-    tables = []
+    sketch = documents_columns_fn(config, with_sets=False)
+    units = []
     for path in paths:
         with pq.ParquetFile(path) as parquet:
-            tables.append(parquet.read(columns=columns))
-    ids = [table.column(0).cast(id_type) for table in tables]
-    texts = [table.column(1).cast(_TEXT_TYPES[table.column(1).type]) for table in tables]
-    documents = pa.table(
-        {
-            DOC_ID: pa.chunked_array([c for column in ids for c in column.chunks], id_type),
-            TEXT: pa.chunked_array([c for column in texts for c in column.chunks]),
-        }
-    )
+            units += [(path, group) for group in range(parquet.metadata.num_row_groups)]
+
+    def per_unit(unit: tuple[str, int]) -> tuple[pa.Table, list[pa.RecordBatch]]:
+        path, group = unit
+        with pq.ParquetFile(path) as parquet:
+            rows = parquet.read_row_group(group, columns=columns, use_threads=False)
+        text = rows.column(1)
+        documents = pa.table(
+            {DOC_ID: rows.column(0).cast(id_type), TEXT: text.cast(_TEXT_TYPES[text.type])}
+        )
+        batches = []
+        for batch in documents.to_batches(max_chunksize=_BATCH_ROWS):
+            batch_faults()  # the test hooks a Spark task's batch runs (runtime/faults.py)
+            batches.append(sketch(batch))
+        return documents, batches
+
+    done = map_in_threads(per_unit, units, threads)
+    documents = pa.concat_tables([documents for documents, _ in done])
     check_id_values(documents.column(DOC_ID), config.id_col)
-    return documents
+    return documents, pa.Table.from_batches([b for _, batches in done for b in batches])
 
 
 @dataclass(frozen=True)
@@ -204,23 +218,10 @@ def features_table(
     with ``keep_texts`` (the pairs are then found on the driver), else let go once it is done
     (verification reads its candidates' own)."""
     id_type = df.schema[config.id_col].dataType
-    documents = read_documents(local.paths, config, to_arrow_type(id_type))
-    features = sketch_documents(documents, config, in_process_threads(df.sparkSession))
+    threads = in_process_threads(df.sparkSession)
+    documents, features = read_and_sketch(local.paths, config, to_arrow_type(id_type), threads)
     schema = documents_schema(config, id_type, with_sets=False)
     return SketchedHere(features.cast(to_arrow_schema(schema)), documents if keep_texts else None)
-
-
-def sketch_documents(documents: pa.Table, config: DedupeConfig, threads: int) -> pa.Table:
-    """The per-document pass's table (no shingle sets) of ``documents``, ``threads`` batches at
-    a time, in row order."""
-    sketch = documents_columns_fn(config, with_sets=False)
-
-    def per_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-        batch_faults()  # the test hooks a Spark task's batch runs (runtime/faults.py)
-        return sketch(batch)
-
-    batches = documents.to_batches(max_chunksize=_BATCH_ROWS)
-    return pa.Table.from_batches(map_in_threads(per_batch, batches, threads))
 
 
 def map_in_threads(fn: Callable[[_In], _Out], items: Iterable[_In], threads: int) -> list[_Out]:

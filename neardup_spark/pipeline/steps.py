@@ -16,6 +16,7 @@ import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from neardup_spark import __version__
 from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID, HAMMING
@@ -23,10 +24,11 @@ from neardup_spark.config import DedupeConfig
 from neardup_spark.io.corpus import as_documents, check_ids
 from neardup_spark.pipeline.components import (
     connected_components,
+    driver_clusters,
     driver_components,
     driver_members,
 )
-from neardup_spark.pipeline.driver_pairs import driver_pair_parts, pairs_fit_driver
+from neardup_spark.pipeline.driver_pairs import DriverTables, driver_pair_parts, pairs_fit_driver
 from neardup_spark.pipeline.execution import (
     BROADCAST_MAX_ROWS,
     candidate_partitions,
@@ -53,6 +55,7 @@ from neardup_spark.pipeline.reporting import (
     simhash_section,
 )
 from neardup_spark.pipeline.resume import StageResults
+from neardup_spark.runtime.engine import from_arrow_batches
 from neardup_spark.runtime.faults import batch_faults, wait_for_a_busy_batch_if_asked
 from neardup_spark.stages.candidates import banded_candidate_pairs
 from neardup_spark.stages.clusters import (
@@ -270,15 +273,15 @@ def verified_edges(
     results: StageResults,
     addressed: AddressedInput | None = None,
     here: SketchedHere | None = None,
-) -> tuple[DataFrame, pa.Table | None]:
+) -> tuple[DataFrame, DriverTables | None]:
     """Exact-copy edges and verified near-duplicate pairs (:func:`near_duplicate_pairs`) of
-    the per-document table -> the ``pairs/`` rows, counted in ``counts``, and their edges
-    (``doc_a``, ``doc_b``) as a table in this process when found here, else None. A small run
-    finds them on the driver (:mod:`~neardup_spark.pipeline.driver_pairs`), the same pairs,
-    from ``here`` (the per-document pass done in this process) when given."""
-    edges = None
+    the per-document table -> the ``pairs/`` rows, counted in ``counts``, and the run's
+    :class:`~neardup_spark.pipeline.driver_pairs.DriverTables` when they were found here, else
+    None. A small run finds them on the driver (:mod:`~neardup_spark.pipeline.driver_pairs`),
+    the same pairs, from ``here`` (the per-document pass done in this process) when given."""
+    driver = None
     if pairs_fit_driver(features, config, counts, here):
-        pair_parts, edges = driver_pair_parts(features, texts, config, timer, counts, here)
+        pair_parts, driver = driver_pair_parts(features, texts, config, timer, counts, here)
         timer.on_driver += [stage for stage in PAIR_STAGES if stage in timer.seconds]
     else:
         exact, unique_docs = exact_copy_pairs(features, config, timer, counts, results)
@@ -293,7 +296,7 @@ def verified_edges(
     # Exact-copy edges join a copy to its group's smallest id, near edges join unique texts:
     # the two sets are disjoint, so no job is needed to count their union.
     counts["verified_pairs"] = counts["exact_copies"] + counts["near_pairs"]
-    return union_pairs(pair_parts), edges
+    return union_pairs(pair_parts), driver
 
 
 def union_pairs(parts: list[DataFrame]) -> DataFrame:
@@ -317,25 +320,27 @@ def cluster_members(
     checkpoint: Callable[[DataFrame], DataFrame],
     results: StageResults,
     ranking: tuple[DataFrame, list[tuple[str, bool]]] | None = None,
-    edges_here: pa.Table | None = None,
+    driver: DriverTables | None = None,
 ) -> tuple[DataFrame, dict[str, Any]]:
     """Connected components of the verified pairs -> each clustered document's representative
     (``doc_id``, ``cluster_id``; kept in ``results``, finished by :func:`finish_components`)
     and the report's ``components``: the ``strategy`` taken (``driver``, ``single_task``,
     ``distributed``) and its ``rounds`` (a forest of stars takes none). ``ranking``: the keep
     policy's table and keys (:func:`~neardup_spark.io.corpus.preference_table`), which then
-    chooses the representatives. ``edges_here``: the pairs' edges in this process
+    chooses the representatives. ``driver``: the pairs found in this process
     (:func:`verified_edges`), whose components this process then labels with the single
-    task's kernel (``driver``), within the single task's limit."""
+    task's kernel (``driver``), within the single task's limit; members found here are kept
+    in it."""
     done = results.finished("components")
     if done is not None:
         counts.update(done["counts"])
         rounds = int(done["rounds"])
         strategy = done.get("strategy") or ("distributed" if rounds else "single_task")
         return results.load("components"), {"strategy": strategy, "rounds": rounds}
-    if members_on_driver(config, counts, ranking, edges_here):
+    if driver is not None and members_on_driver(config, counts, ranking, driver):
         with timer.stage("components") as counted:
-            members, removed = driver_members(pairs.sparkSession, edges_here)
+            driver.members, removed = driver_members(driver.edges)
+            members = from_arrow_batches(pairs.sparkSession, driver.members)
             counted["removed"], counted["rows"] = removed, counts["verified_pairs"]
         timer.on_driver.append("components")
         counts["removed"] = removed
@@ -348,9 +353,9 @@ def cluster_members(
             pairs.sparkSession, config.components_single_task_max_edges, n_edges, edges
         )
         single_task = n_edges <= limit  # as connected_components decides
-        on_driver = single_task and edges_here is not None
-        if on_driver:
-            labels, rounds = driver_components(pairs.sparkSession, edges_here), 0
+        on_driver = single_task and driver is not None
+        if single_task and driver is not None:
+            labels, rounds = driver_components(pairs.sparkSession, driver.edges), 0
             timer.on_driver.append("components")
         else:
             labels, rounds = connected_components(
@@ -382,14 +387,14 @@ def members_on_driver(
     config: DedupeConfig,
     counts: dict[str, int],
     ranking: tuple[DataFrame, list[tuple[str, bool]]] | None,
-    edges_here: pa.Table | None,
+    driver: DriverTables | None,
 ) -> bool:
     """Whether :func:`cluster_members` finds the members in this process and keeps no result
-    (below this size a rerun costs less than staging): the pairs' edges are here, the
+    (below this size a rerun costs less than staging): the pairs were found here, the
     representatives are the smallest ids, and the single task may take the graph."""
     limit = config.components_single_task_max_edges
     return (
-        edges_here is not None
+        driver is not None
         and ranking is None
         and config.representative == "smallest_id"
         and (limit is None or counts["verified_pairs"] <= limit)
@@ -412,21 +417,28 @@ def output_tables(
     config: DedupeConfig,
     counts: dict[str, int],
     addressed: AddressedInput | None = None,
-) -> tuple[DataFrame, DataFrame]:
+    driver: DriverTables | None = None,
+) -> tuple[DataFrame, DataFrame, pa.Table | None]:
     """The ``clusters/`` table (every document) and ``deduplicated/`` (input rows of the
     representatives and singletons; through ``addressed`` when the removed documents are too
-    many to broadcast)."""
+    many to broadcast); and ``clusters/`` as a table of this process when the members were
+    found here (``driver``), which the DataFrame then reads."""
     n_members = 2 * counts["verified_pairs"]  # an upper bound on the documents in clusters
     clusters = features.transform(cluster_table(maybe_broadcast(members, n_members)))
+    clusters_here = None
+    if driver is not None and driver.members is not None:
+        schema = to_arrow_schema(clusters.schema)
+        clusters_here = driver_clusters(driver.ids, driver.members, schema)
+        clusters = from_arrow_batches(features.sparkSession, clusters_here)
     removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(DOC_ID)
     many = counts["removed"] > BROADCAST_MAX_ROWS
     if many and addressed and addressed.words_fit(counts["input_rows"]):
-        return clusters, addressed.rows_without(removed)
+        return clusters, addressed.rows_without(removed), clusters_here
     removed_ids = removed.select(F.col(DOC_ID).alias(config.id_col))
     deduplicated = df.join(
         maybe_broadcast(removed_ids, counts["removed"]), config.id_col, "left_anti"
     )
-    return clusters, deduplicated
+    return clusters, deduplicated, clusters_here
 
 
 def run_report(

@@ -1,0 +1,115 @@
+"""``deduplicated/`` copied by this process (pipeline/local_output.py): the rows, types and
+values Spark's write gives, from every column type it copies; Spark writes it when it would
+not write the files' own types back."""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup_spark.config import build_config
+from neardup_spark.io.corpus import CorpusSource, read_corpus
+from neardup_spark.pipeline.dedupe import run
+from neardup_spark.pipeline.in_process import LocalInput, ReadLimits
+from neardup_spark.pipeline.local_output import row_group_pieces, rows_copy
+from neardup_spark.quality.generate import generate_corpus
+from tests.nightly.history import canonical, read
+from tests.spark_state import session_conf
+
+N = 240
+
+
+def typed_table(n: int = N) -> pa.Table:
+    """A corpus with near-duplicates and one column of every type copied here, with nulls."""
+    corpus, _ = generate_corpus(n, seed=31, mean_words=60)
+    rng = np.random.default_rng(3)
+    nulls = rng.random(n) < 0.1
+    return pa.table(
+        {
+            "id": pa.array(np.arange(n) * 7, pa.int64()),
+            "text": corpus.column("text"),
+            "small": pa.array(rng.integers(-100, 100, n), pa.int8(), mask=nulls),
+            "count": pa.array(rng.integers(0, 1 << 30, n), pa.int32()),
+            "score": pa.array(rng.random(n), pa.float64(), mask=nulls),
+            "ratio": pa.array(rng.random(n), pa.float32()),
+            "flag": pa.array(rng.random(n) < 0.5, mask=nulls),
+            "day": pa.array([datetime.date(2026, 1, 1 + i % 28) for i in range(n)], pa.date32()),
+            "url": pa.array([f"https://example.org/{i}" for i in range(n)], pa.large_string()),
+            "raw": pa.array([f"{i}".encode() for i in range(n)], pa.binary()),
+        }
+    )
+
+
+def write_input(root, table: pa.Table, row_group_size: int = 50) -> str:
+    (root / "in").mkdir()
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half), root / "in" / "a.parquet", row_group_size=row_group_size)
+    pq.write_table(table.slice(half), root / "in" / "b.parquet", row_group_size=row_group_size)
+    return str(root / "in")
+
+
+def test_a_copy_here_equals_sparks_write(spark, tmp_path):
+    """Every copied type, nulls, several row groups a file: the same deduplicated/ (rows and
+    schema) as Spark writes, and the same clusters and pairs."""
+    path = write_input(tmp_path, typed_table())
+    outs = {}
+    for way, options in (("here", {}), ("spark", {"driver_read_max_bytes": 0})):
+        outs[way] = tmp_path / way
+        report = run(spark, path, str(outs[way]), build_config(options=options))
+        assert report["counts"]["removed"] > 0
+    for name in ("deduplicated", "clusters", "pairs"):
+        here, by_spark = read(outs["here"] / name), read(outs["spark"] / name)
+        assert canonical(here).equals(canonical(by_spark)), name
+    copied = read(outs["here"] / "deduplicated")
+    assert copied.schema.field("url").type == pa.string()  # as Spark writes a large string
+    assert copied.column("small").null_count > 0
+    # Copied here: a file a piece (two files, two threads); Spark names its files otherwise.
+    names = {
+        way: sorted(p.name for p in (out / "deduplicated").glob("part-*"))
+        for way, out in outs.items()
+    }
+    assert names["here"] == ["part-00000.parquet", "part-00001.parquet"]
+    assert all("-c000" in name for name in names["spark"])
+
+
+@pytest.mark.parametrize(
+    "case", ["timestamp", "uint", "partition-column", "lz4-codec", "other-id-spelling"]
+)
+def test_spark_writes_what_it_would_not_write_back_alike(spark, tmp_path, case):
+    """A column type Spark changes (timestamps, unsigned integers), a column Spark adds (a
+    directory's partition value), a codec PyArrow writes otherwise: no copy here."""
+    table = typed_table(20)
+    if case == "timestamp":
+        table = table.append_column("seen", pa.array([datetime.datetime(2026, 1, 1)] * 20))
+    if case == "uint":
+        table = table.append_column("size", pa.array(range(20), pa.uint32()))
+    root = tmp_path / "in"
+    where = root / "crawl=1" if case == "partition-column" else root
+    where.mkdir(parents=True)
+    pq.write_table(table, where / "a.parquet")
+    df, _ = read_corpus(spark, CorpusSource(str(root)))
+    local = LocalInput([str(where / "a.parquet")], ReadLimits(0, 1 << 30))
+    id_col = "ID" if case == "other-id-spelling" else "id"
+    codec = "lz4" if case == "lz4-codec" else "snappy"
+    with session_conf(spark, {"spark.sql.parquet.compression.codec": codec}):
+        assert rows_copy(df, local, id_col) is None
+        if case in ("lz4-codec", "other-id-spelling"):  # the same files are copied otherwise
+            with session_conf(spark, {"spark.sql.parquet.compression.codec": "snappy"}):
+                assert rows_copy(df, local, "id") is not None
+
+
+def testrow_group_pieces_cover_every_row_group_once_in_order(tmp_path):
+    table = pa.table({"id": list(range(100))})
+    paths = []
+    for name, rows in (("a", 100), ("b", 10)):
+        pq.write_table(table.slice(0, rows), tmp_path / f"{name}.parquet", row_group_size=10)
+        paths.append(str(tmp_path / f"{name}.parquet"))
+    for threads in (1, 2, 4, 32):
+        pieces = row_group_pieces(paths, threads)
+        flat = [(p, g) for p, groups in pieces for g in groups]
+        assert flat == [(paths[0], g) for g in range(10)] + [(paths[1], 0)]
+        assert len(pieces) >= min(threads, 11)
