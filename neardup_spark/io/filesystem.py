@@ -310,9 +310,16 @@ def visible_files(storage: Storage, top: FileStatus) -> list[str]:
     return sorted(files)
 
 
-def write_parquet_file(path: str, table: pa.Table) -> None:
+def write_parquet_file(path: str, table: pa.Table, storage: Storage | None = None) -> None:
     """One Parquet file written by this process (PyArrow), its directory created; for the small
-    tables a driver-side step writes (Spark reads them as any Parquet)."""
+    tables a driver-side step writes (Spark reads them as any Parquet). ``storage``: the
+    :class:`Storage` serving ``path`` (a remote one writes the bytes itself: Hadoop's file
+    system, with the session's credentials, where PyArrow's would need its own)."""
+    if storage is not None and not isinstance(storage, LocalStorage):
+        buffer = pa.BufferOutputStream()
+        pq.write_table(table, buffer)
+        storage.write_bytes(path, buffer.getvalue().to_pybytes())
+        return
     fs, inner = pyarrow_filesystem(path)
     fs.create_dir(inner.rpartition("/")[0], recursive=True)
     pq.write_table(table, inner, filesystem=fs)

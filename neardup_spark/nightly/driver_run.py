@@ -103,9 +103,10 @@ def write_night(
             WRITTEN: pa.array(np.full(delta.num_rows, ctx.seq, np.int32)),
         }
     )
-    write_parquet_file(join(segment_dir, DOCS, PART_FILE), docs)
+    storage = ctx.index.storage
+    write_parquet_file(join(segment_dir, DOCS, PART_FILE), docs, storage)
     if edges.num_rows:
-        write_parquet_file(join(segment_dir, PAIRS, PART_FILE), edges)
+        write_parquet_file(join(segment_dir, PAIRS, PART_FILE), edges, storage)
     write_results(ctx, result, ~is_old)
     rows = {"contents": fresh.num_rows, DOCS: docs.num_rows, PAIRS: edges.num_rows}
     return {
@@ -130,4 +131,4 @@ def write_results(ctx: BatchContext, result: ClusterResult, new: np.ndarray) -> 
         CHANGED_CLUSTERS: result.changed,
     }
     for name, table in tables.items():
-        write_parquet_file(join(ctx.results_path, name, PART_FILE), table)
+        write_parquet_file(join(ctx.results_path, name, PART_FILE), table, ctx.index.storage)

@@ -28,7 +28,7 @@ from neardup_spark.io.corpus import (
     preference_table,
     read_corpus,
 )
-from neardup_spark.io.filesystem import join, write_parquet_file
+from neardup_spark.io.filesystem import LocalStorage, join, write_parquet_file
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import CHECKPOINT_DIR, DEDUPE_LAYOUT, REPORT_FILE, OutputDir
 from neardup_spark.pipeline.boilerplate import boilerplate_step
@@ -274,7 +274,8 @@ def run_locked(
     )
     keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
     with timer.stage("write"):
-        copy = rows_copy(df, local, config.id_col) if result.clusters_table else None
+        here = result.clusters_table is not None and isinstance(staged.storage, LocalStorage)
+        copy = rows_copy(df, local, config.id_col) if here else None
         write_outputs(spark, result, staged, tables, copy, config.id_col)
     result.release()
     if workers_started:
@@ -362,7 +363,7 @@ def write_table_here(staged: OutputDir, name: str, table: pa.Table) -> None:
     """A staged output computed in this process, written by it as one Parquet file (replacing
     what a killed attempt left)."""
     staged.delete(name)
-    write_parquet_file(join(staged.child(name), "part-00000.parquet"), table)
+    write_parquet_file(join(staged.child(name), "part-00000.parquet"), table, staged.storage)
 
 
 def run_to_tables(

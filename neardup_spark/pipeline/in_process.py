@@ -38,23 +38,39 @@ from neardup_spark.io.paths import local_path
 from neardup_spark.io.storage import storage_for
 from neardup_spark.runtime.engine import CLASSIC, engine_of
 from neardup_spark.runtime.faults import batch_faults
+from neardup_spark.runtime.session import local_cores
 from neardup_spark.stages.documents import documents_schema
 
 # Rows per batch of the per-document function (the Spark path's Arrow batch size).
 _BATCH_ROWS = 2000
 _STRING_TYPES = {pa.string(): pa.string(), pa.large_string(): pa.string()}
 _TEXT_TYPES = {**_STRING_TYPES, pa.binary(): pa.binary(), pa.large_binary(): pa.binary()}
+_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
 
 
 def in_process_threads(spark: SparkSession) -> int:
-    """Threads for in-process work: the local master's cores; 0 when the session is not a
-    classic local one (a cluster's tasks, or Spark Connect's server, do that work)."""
+    """Threads for in-process work: the local master's cores; 0 when the session's tasks do
+    not run on this machine (a cluster's, or a remote Spark Connect server's). A Connect server
+    in local mode reached at a loopback address runs its tasks on this machine's cores, on the
+    files this process sees: its client does that work as a classic driver would."""
     engine = engine_of(spark)
-    if engine.kind != CLASSIC or not engine.master().startswith("local"):
+    master = engine.master()
+    if not master.startswith("local"):
         return 0
-    return max(1, engine.default_parallelism())
+    if engine.kind == CLASSIC:
+        return max(1, engine.default_parallelism())
+    return local_cores(master) if connect_host(spark) in _LOOPBACK else 0
+
+
+def connect_host(spark: SparkSession) -> str | None:
+    """The host a Spark Connect session's client talks to (None when it cannot be told)."""
+    try:  # the client's host (PySpark 3.5 to 4.x); a custom channel builder may not tell it
+        host = getattr(spark, "client").host  # noqa: B009 (not on the classic type)
+    except Exception:  # any failure means: not known
+        return None
+    return str(host).strip("[]").lower() if host else None
 
 
 def may_read_in_process(

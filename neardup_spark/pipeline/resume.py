@@ -185,7 +185,8 @@ class StagedResults(StageResults):
         step = -(-table.num_rows // max(1, parts))
         for number, start in enumerate(range(0, max(table.num_rows, 1), step or 1)):
             name = f"part-{number:05d}.parquet"
-            write_parquet_file(join(self._staged.child(result), name), table.slice(start, step))
+            path = join(self._staged.child(result), name)
+            write_parquet_file(path, table.slice(start, step), self._staged.storage)
         return self.load(stage)
 
     def finish(self, stage: str, marker: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from tests.spark_state import cli_on_session
 REPO = Path(__file__).resolve().parents[2]
 NEARDUP = (sys.executable, "-m", "neardup_spark")
 pytestmark = pytest.mark.slow
+TASKS = ("--set", "driver_read_max_bytes=0")
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,10 @@ def test_dedupe_over_connect_gives_the_classic_outputs(
     assert_same_outputs(classic, connect, ("clusters", "pairs", "deduplicated"))
     report = (connect / "report.json").read_text()
     assert '"session": "connect"' in report
+    # A local server at a loopback address: its client does the per-document pass (a file
+    # format and options it may read) as a classic driver does.
+    on_driver = json.loads(report)["stages_on_driver"]
+    assert ("sketch" in on_driver) == ("--strip-boilerplate" not in options)
     if "--strip-boilerplate" in options:
         assert '"top_units"' in report
 
@@ -281,7 +286,8 @@ def test_sigint_interrupts_the_servers_operations_and_the_server_goes_on(server,
     marker.parent.mkdir()  # the server's per-document batches now sleep
     try:
         proc = subprocess.Popen(
-            [*NEARDUP, "dedupe", str(data), str(tmp_path / "out"), "--remote", server.url],
+            # Spark tasks for the per-document pass: the server's batches are the slow ones
+            [*NEARDUP, "dedupe", str(data), str(tmp_path / "out"), "--remote", server.url, *TASKS],
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,

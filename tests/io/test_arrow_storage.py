@@ -11,11 +11,14 @@ import time
 import urllib.request
 from concurrent.futures import ProcessPoolExecutor
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.bench.standalone import free_port
 from neardup_spark.io.arrow_storage import ArrowStorage
+from neardup_spark.io.filesystem import write_parquet_file
 from neardup_spark.io.lease import LockTimeout, acquire
 
 pytest.importorskip("moto", reason="the dev extra's moto runs the S3 server")
@@ -157,3 +160,14 @@ def test_hadoop_s3_schemes_take_the_conditional_write(s3_endpoint, caplog):
         assert not storage.put_if_absent(path, "two\n")
     assert storage.read_text(path) == "one\n"
     assert not any("not atomic" in r.getMessage() for r in caplog.records)
+
+
+def test_a_parquet_file_written_through_a_remote_storage():
+    """A table the driver writes to a remote path goes through the path's storage (its bytes
+    written by it, with its credentials), not through a file system PyArrow opens itself."""
+    fs = pafs._MockFileSystem()
+    storage = ArrowStorage("mem://bucket/root", filesystem=fs)
+    table = pa.table({"doc_id": ["a", "b"], "cluster_id": ["a", "a"]})
+    write_parquet_file("mem://bucket/root/clusters/part-00000.parquet", table, storage)
+    data = storage.read_bytes("mem://bucket/root/clusters/part-00000.parquet")
+    assert data is not None and pq.read_table(pa.BufferReader(data)).equals(table)
