@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from neardup_spark import __version__
 from neardup_spark.columns import DOC_ID, IS_REPRESENTATIVE
@@ -73,8 +74,10 @@ class DedupeResult:
     # Writes the pairs when dedupe() did not (a run whose members were found on the driver
     # writes them with its other tables, in one go).
     write_pairs: Callable[[], object] | None = field(default=None, repr=False)
-    # clusters/ as a table of this process (members found on the driver): written from here.
+    # clusters/ and pairs/ as tables of this process (members found on the driver; pairs/
+    # when made here too, see driver_pairs.DriverTables): written from here.
     clusters_table: pa.Table | None = field(default=None, repr=False)
+    pairs_table: pa.Table | None = field(default=None, repr=False)
 
     def release(self) -> None:
         for df in self.persisted:
@@ -152,6 +155,7 @@ def dedupe(
         [features, pairs, members],
         write_pairs=pending,
         clusters_table=clusters_here,
+        pairs_table=driver.pair_rows if driver is not None and pending else None,
     )
 
 
@@ -342,8 +346,15 @@ def write_outputs(
             else:
                 result.clusters.write.mode("overwrite").parquet(staged.child("clusters"))
 
+        def write_pairs() -> None:
+            if result.pairs_table is not None:
+                rows = result.pairs_table.cast(to_arrow_schema(result.pairs.schema))
+                write_table_here(staged, "pairs", rows)
+            elif result.write_pairs:
+                result.write_pairs()
+
         # The last action runs in this thread: the Spark jobs start first, in the background.
-        pending = [result.write_pairs] if result.write_pairs else []
+        pending = [write_pairs] if result.write_pairs else []
         run_together(spark, [*pending, write_deduplicated, write_clusters])
         return
     if result.write_pairs:

@@ -35,8 +35,10 @@ from neardup_spark.columns import (
     HAMMING,
     HAS_TEXT,
     JACCARD,
+    METHOD,
     NORMALIZED,
     SIMHASH,
+    SIMILARITY,
     TEXT,
 )
 from neardup_spark.config import DedupeConfig
@@ -64,6 +66,9 @@ class DriverTables:
     ids: pa.ChunkedArray
     edges: pa.Table
     members: pa.Table | None = None
+    # The pairs/ rows as a table of this process (exact copies and MinHash pairs; None with
+    # SimHash, whose similarity Spark computes), in the layout of stages/clusters.py's _pairs.
+    pair_rows: pa.Table | None = None
 
 
 def pairs_fit_driver(
@@ -101,7 +106,7 @@ def driver_pair_parts(
     counts["exact_copies"] = counts["candidate_pairs"] = counts["near_pairs"] = 0
     exact_first = config.method == "exact" or config.exact_first
     parts: list[DataFrame] = []
-    edges: list[pa.Table] = []
+    found: dict[str, pa.Table] = {}  # method -> the edges it found
 
     def find_candidates(unique: pa.Table, counted: dict[str, int]) -> pa.Table:
         found = candidate_pairs(unique, config.bucket_all_pairs_max)
@@ -120,11 +125,11 @@ def driver_pair_parts(
             unique = docs.filter(pc.invert(pc.is_in(docs.column(DOC_ID), copies.column(DOC_B))))
             # doc_a nullable, as the Spark path's (a window's min)
             parts.append(exact_pairs(from_arrow_batches(spark, _required(copies, DOC_B))))
-            edges.append(copies)
+            found["exact"] = copies
         else:
             candidates = find_candidates(unique, counted)
     if config.method == "exact":
-        return parts, DriverTables(docs.column(DOC_ID), _edge_table(edges, docs))
+        return parts, _driver_tables(docs, found)
     if exact_first:
         with timer.stage("candidates") as counted:
             candidates = find_candidates(unique, counted)
@@ -142,8 +147,40 @@ def driver_pair_parts(
             part = simhash_pairs(from_arrow_batches(spark, _required(kept)))
         counts["near_pairs"] = counted["rows"] = kept.num_rows
     parts.append(part)
-    edges.append(kept)
-    return parts, DriverTables(docs.column(DOC_ID), _edge_table(edges, docs))
+    found[config.method] = kept
+    return parts, _driver_tables(docs, found)
+
+
+def _driver_tables(docs: pa.Table, found: dict[str, pa.Table]) -> DriverTables:
+    return DriverTables(
+        docs.column(DOC_ID), _edge_table(list(found.values()), docs), None, _pair_rows(found)
+    )
+
+
+def _pair_rows(found: dict[str, pa.Table]) -> pa.Table | None:
+    """The ``pairs/`` rows of exact-copy edges and verified MinHash pairs, as
+    :func:`~neardup_spark.stages.clusters.exact_pairs` and ``minhash_pairs`` make them (the
+    column types of their DataFrames; the caller casts to their union's schema); None with
+    SimHash pairs."""
+    if "simhash" in found:
+        return None
+    tables = []
+    for method, edges in found.items():
+        n = edges.num_rows
+        ones = pa.array(np.ones(n), pa.float64())
+        jaccard = ones if method == "exact" else edges.column(JACCARD)
+        estimate = pa.nulls(n, pa.float64()) if method == "exact" else edges.column(ESTIMATE)
+        columns = {
+            DOC_A: edges.column(DOC_A),
+            DOC_B: edges.column(DOC_B),
+            METHOD: pa.array([method] * n, pa.string()),
+            SIMILARITY: jaccard,
+            JACCARD: jaccard,
+            ESTIMATE: estimate,
+            HAMMING: pa.nulls(n, pa.int32()),
+        }
+        tables.append(pa.table(columns))
+    return pa.concat_tables(tables) if tables else None
 
 
 def _edge_table(parts: list[pa.Table], docs: pa.Table) -> pa.Table:

@@ -1,6 +1,6 @@
-"""``deduplicated/`` copied by this process (pipeline/local_output.py): the rows, types and
-values Spark's write gives, from every column type it copies; Spark writes it when it would
-not write the files' own types back."""
+"""``deduplicated/`` copied by this process (pipeline/local_output.py), and ``clusters/`` and
+``pairs/`` written by it: the rows, types and values Spark's writes give, from every column type
+it copies; Spark writes ``deduplicated/`` when it would not write the files' own types back."""
 
 from __future__ import annotations
 
@@ -64,6 +64,10 @@ def test_a_copy_here_equals_sparks_write(spark, tmp_path):
     for name in ("deduplicated", "clusters", "pairs"):
         here, by_spark = read(outs["here"] / name), read(outs["spark"] / name)
         assert canonical(here).equals(canonical(by_spark)), name
+        # Written here (no Spark job) in the schema Spark writes, nullability included.
+        assert here.schema.remove_metadata() == by_spark.schema.remove_metadata(), name
+        files = sorted(p.name for p in (outs["here"] / name).glob("part-*"))
+        assert files and all(f.endswith(".parquet") and "-c000" not in f for f in files), name
     copied = read(outs["here"] / "deduplicated")
     assert copied.schema.field("url").type == pa.string()  # as Spark writes a large string
     assert copied.column("small").null_count > 0
