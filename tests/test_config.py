@@ -100,7 +100,7 @@ def test_config_is_frozen():
     [("local", 1), ("local[3]", 3), ("local[4,2]", 4), ("local[ 2 ]", 2), ("local[0]", 1)],
 )
 def test_local_cores_of_a_master(master, cores):
-    from neardup_spark.runtime.session import local_cores
+    from neardup_spark.runtime.engine import local_cores
 
     assert local_cores(master) == cores
 
@@ -108,7 +108,7 @@ def test_local_cores_of_a_master(master, cores):
 def test_local_star_uses_every_cpu():
     import os
 
-    from neardup_spark.runtime.session import local_cores
+    from neardup_spark.runtime.engine import local_cores
 
     assert local_cores("local[*]") == os.cpu_count()
     assert local_cores("local[*,3]") == os.cpu_count()

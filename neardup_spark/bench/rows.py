@@ -57,7 +57,7 @@ from neardup_spark.bench.variants import (
     resumed_stages,
     variant_setup,
 )
-from neardup_spark.runtime.session import local_cores
+from neardup_spark.runtime.engine import local_cores
 
 NEARDUP_ROWS = {
     "neardup-minhash": "minhash",

@@ -36,9 +36,8 @@ from neardup_spark.io.filesystem import LocalStorage
 from neardup_spark.io.formats import guess_format
 from neardup_spark.io.paths import local_path
 from neardup_spark.io.storage import storage_for
-from neardup_spark.runtime.engine import CLASSIC, engine_of
+from neardup_spark.runtime.engine import CLASSIC, engine_of, local_cores
 from neardup_spark.runtime.faults import batch_faults
-from neardup_spark.runtime.session import local_cores
 from neardup_spark.stages.documents import documents_schema
 
 # Rows per batch of the per-document function (the Spark path's Arrow batch size).

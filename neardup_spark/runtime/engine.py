@@ -16,6 +16,7 @@ module imports them at the top, so it loads where only ``pyspark-client`` is ins
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -225,6 +226,15 @@ class TrackerProgress:
         return None if info is None else (int(info.numCompletedTasks), int(info.numTasks))
 
 
+def local_cores(master: str) -> int:
+    """Worker threads of a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master."""
+    inside = master[master.index("[") + 1 : master.rindex("]")] if "[" in master else "1"
+    threads = inside.split(",")[0].strip()
+    if threads == "*":
+        return os.cpu_count() or 1
+    return max(1, int(threads)) if threads.isdigit() else 1
+
+
 # The server's default parallelism, measured once per session (no setting tells it over
 # Connect): the partitions Spark gives a range of this many rows when none are asked for.
 _PARALLELISM_PROBE_ROWS = 1 << 20
@@ -252,6 +262,10 @@ class ConnectEngine:
         return str(self.spark.conf.get("spark.master", None) or "connect")
 
     def default_parallelism(self) -> int:
+        master = self.master()
+        configured = self.spark.conf.get("spark.default.parallelism", None)
+        if self._parallelism is None and master.startswith("local") and not configured:
+            self._parallelism = local_cores(master)  # a local master's: its cores, no job
         if self._parallelism is None:
             probe = self.spark.range(0, _PARALLELISM_PROBE_ROWS).select(
                 F.spark_partition_id().alias("p")

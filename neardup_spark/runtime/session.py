@@ -16,7 +16,7 @@ from neardup_spark.config import SessionSettings
 from neardup_spark.errors import UserError
 from neardup_spark.redaction import SPARK_REDACTION_REGEX, redact_remote
 from neardup_spark.runtime import console, interrupts, jvm_archive
-from neardup_spark.runtime.engine import ConnectEngine, engine_of
+from neardup_spark.runtime.engine import ConnectEngine, engine_of, local_cores
 from neardup_spark.runtime.spark_compat import check_spark_version
 
 log = logging.getLogger(__name__)
@@ -71,15 +71,6 @@ PARQUET_TIMESTAMP_TYPE = ("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MI
 # verification stages is a Python task with a fixed cost (~40 ms), and a local corpus is small
 # for a shuffle; 30,000 pages, 8 -> 4 partitions on 2 cores: 10.8 / 11.2 -> 10.5 / 10.8 s (A/B).
 LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 2
-
-
-def local_cores(master: str) -> int:
-    """Worker threads of a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master."""
-    inside = master[master.index("[") + 1 : master.rindex("]")] if "[" in master else "1"
-    threads = inside.split(",")[0].strip()
-    if threads == "*":
-        return os.cpu_count() or 1
-    return max(1, int(threads)) if threads.isdigit() else 1
 
 
 def under_spark_submit() -> bool:
