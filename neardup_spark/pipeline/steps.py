@@ -98,9 +98,9 @@ def document_table(
     is left of the check once the pass is done. ``documents`` (``doc_id``, ``text``; default:
     ``df``'s id and text columns) is what the pass reads; ``features_of`` replaces the pass
     (the boilerplate step's cleaning one). ``local``: ``df``'s files, which this process may
-    read and sketch itself (:mod:`~neardup_spark.pipeline.in_process`; ids checked first): the
-    third value is then the table and texts it read (texts kept when the pairs may be found on
-    the driver), else None."""
+    read and sketch itself (:mod:`~neardup_spark.pipeline.in_process`; ids checked as the
+    Spark path checks them): the third value is then the table and texts it read (texts kept
+    when the pairs may be found on the driver), else None."""
     results = results or StageResults()
     done = results.finished("sketch")
     if done is not None:  # its ids were checked by the run that finished it
