@@ -109,7 +109,7 @@ def driver_pair_parts(
     found: dict[str, pa.Table] = {}  # method -> the edges it found
 
     def find_candidates(unique: pa.Table, counted: dict[str, int]) -> pa.Table:
-        found = candidate_pairs(unique, config.bucket_all_pairs_max)
+        found = candidate_pairs(unique, config.bucket_all_pairs_max, in_process_threads(spark))
         counts["candidate_pairs"] = counted["rows"] = found.num_rows
         return found
 
@@ -228,12 +228,13 @@ def exact_copy_edges(docs: pa.Table, compare_text: bool = False) -> pa.Table:
     return pa.table({DOC_A: ids.take(pa.array(group_first[copy])), DOC_B: ids.take(pa.array(copy))})
 
 
-def candidate_pairs(docs: pa.Table, all_pairs_max: int) -> pa.Table:
+def candidate_pairs(docs: pa.Table, all_pairs_max: int, threads: int = 1) -> pa.Table:
     """``doc_id``, ``band_keys`` -> distinct candidate pairs ``doc_a < doc_b``: the buckets of
     the Spark path (:func:`~neardup_spark.kernels.lsh.bucket_pairs` over entries sorted by
     key, then id), with each id replaced by its rank in id order (Arrow and Spark both order
     strings by their UTF-8 bytes) so that the sort is numeric: a stable sort by key of entries
-    laid out in id order."""
+    laid out in id order. The entries are cut by key into ``threads`` blocks sorted at once (a
+    bucket lies in one block)."""
     ids = docs.column(DOC_ID).combine_chunks()
     by_id = pc.sort_indices(ids)
     lists = docs.column(BAND_KEYS).combine_chunks().take(by_id)
@@ -241,13 +242,20 @@ def candidate_pairs(docs: pa.Table, all_pairs_max: int) -> pa.Table:
     if keys.size < 2:
         return _id_pairs(ids.type)
     ranks = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    rank_a, rank_b = bucket_pairs(keys[order], pa.array(ranks[order]), all_pairs_max)
-    a = rank_a.to_numpy(zero_copy_only=False)
-    b = rank_b.to_numpy(zero_copy_only=False)
-    # a == b: a document with one 64-bit key in two bands; a pair found in several buckets once
     n = np.int64(len(ids))
-    codes = np.unique(a[a != b] * n + b[a != b])
+    blocks = max(1, threads)
+
+    def block_codes(block: int) -> np.ndarray:
+        mine = np.flatnonzero(keys.view(np.uint64) % np.uint64(blocks) == block)
+        order = mine[np.argsort(keys[mine], kind="stable")]  # (ranks ascending within a key)
+        rank_a, rank_b = bucket_pairs(keys[order], pa.array(ranks[order]), all_pairs_max)
+        a = rank_a.to_numpy(zero_copy_only=False)
+        b = rank_b.to_numpy(zero_copy_only=False)
+        # a == b: a document with one 64-bit key in two bands
+        return a[a != b] * n + b[a != b]
+
+    found = map_in_threads(block_codes, range(blocks), blocks)
+    codes = np.unique(np.concatenate(found))  # a pair found in several buckets, once
     ranked = ids.take(by_id)
     return pa.table(
         {DOC_A: ranked.take(pa.array(codes // n)), DOC_B: ranked.take(pa.array(codes % n))}

@@ -43,8 +43,8 @@ def test_candidate_pairs_are_all_pairs_of_small_buckets_and_stars_of_large_ones(
     ids = [f"doc-{i:02d}" for i in range(30)]
     keys = [sorted(set(rng.integers(0, 12, size=3).tolist())) for _ in ids]
     docs = pa.table({DOC_ID: ids, BAND_KEYS: pa.array(keys, pa.list_(pa.int64()))})
-    for top in (2, 3, 100):
-        found = driver_pairs.candidate_pairs(docs, top)
+    for top, threads in itertools.product((2, 3, 100), (1, 3)):  # blocks of keys change nothing
+        found = driver_pairs.candidate_pairs(docs, top, threads)
         got = set(zip(found[DOC_A].to_pylist(), found[DOC_B].to_pylist(), strict=False))
         assert len(got) == found.num_rows  # distinct
         expected = set()
