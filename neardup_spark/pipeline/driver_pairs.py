@@ -107,9 +107,10 @@ def driver_pair_parts(
     exact_first = config.method == "exact" or config.exact_first
     parts: list[DataFrame] = []
     found: dict[str, pa.Table] = {}  # method -> the edges it found
+    threads = in_process_threads(spark)  # 0 on a cluster: one thread then
 
     def find_candidates(unique: pa.Table, counted: dict[str, int]) -> pa.Table:
-        found = candidate_pairs(unique, config.bucket_all_pairs_max, in_process_threads(spark))
+        found = candidate_pairs(unique, config.bucket_all_pairs_max, threads)
         counts["candidate_pairs"] = counted["rows"] = found.num_rows
         return found
 
@@ -139,7 +140,6 @@ def driver_pair_parts(
                 side_texts = texts_of_candidates(candidates, here.documents)
             else:
                 side_texts = candidate_texts(spark, candidates, texts)
-            threads = in_process_threads(spark)
             kept = verified_minhash(candidates, side_texts, config, threads)
             part = minhash_pairs(from_arrow_batches(spark, _required(kept)))
         else:
@@ -152,9 +152,8 @@ def driver_pair_parts(
 
 
 def _driver_tables(docs: pa.Table, found: dict[str, pa.Table]) -> DriverTables:
-    return DriverTables(
-        docs.column(DOC_ID), _edge_table(list(found.values()), docs), None, _pair_rows(found)
-    )
+    edges = _edge_table(list(found.values()), docs)
+    return DriverTables(docs.column(DOC_ID), edges, pair_rows=_pair_rows(found))
 
 
 def _pair_rows(found: dict[str, pa.Table]) -> pa.Table | None:
@@ -277,10 +276,7 @@ def candidate_texts(
     if callable(texts):
         rows = texts(from_arrow_batches(spark, candidates), True)
     else:
-        ends = pc.unique(
-            pa.chunked_array([*candidates.column(DOC_A).chunks, *candidates.column(DOC_B).chunks])
-        )
-        wanted = from_arrow_batches(spark, pa.table({DOC_ID: ends}))
+        wanted = from_arrow_batches(spark, pa.table({DOC_ID: candidate_ids(candidates)}))
         rows = texts.join(F.broadcast(wanted), DOC_ID, "left_semi")
     return to_arrow(rows.select(DOC_ID, TEXT))
 
@@ -290,8 +286,14 @@ def texts_of_candidates(candidates: pa.Table, documents: pa.Table) -> pa.Table:
     texts this process read)."""
     if not candidates.num_rows:
         return documents.slice(0, 0)
+    wanted = candidate_ids(candidates)
+    return documents.filter(pc.is_in(documents.column(DOC_ID), value_set=wanted))
+
+
+def candidate_ids(candidates: pa.Table) -> pa.Array:
+    """Every document of a candidate pair, once."""
     ends = pa.chunked_array([*candidates.column(DOC_A).chunks, *candidates.column(DOC_B).chunks])
-    return documents.filter(pc.is_in(documents.column(DOC_ID), value_set=pc.unique(ends)))
+    return pc.unique(ends)
 
 
 def verified_minhash(

@@ -9,7 +9,8 @@ the input's row groups less the removed rows with PyArrow, one thread per core. 
 every column has a type Spark reads and writes unchanged (strings, binary, booleans, signed
 integers, floats, dates) and the session's schema of the input is the files' schema (no
 partition column from a directory name, no column a file lacks), and Spark's Parquet codec is
-one PyArrow writes alike. Anything else, a cluster or Spark Connect, is written by Spark.
+one PyArrow writes alike. Anything else, a cluster or a remote Spark Connect server, is written
+by Spark.
 """
 
 from __future__ import annotations
