@@ -36,15 +36,19 @@ def method_columns_fn(config: DedupeConfig) -> BatchFn | None:
     return None
 
 
-def documents_columns_fn(config: DedupeConfig, with_sets: bool = True) -> BatchFn:
+def documents_columns_fn(
+    config: DedupeConfig, with_sets: bool = True, keep_normalized: bool | None = None
+) -> BatchFn:
     """One batch of ``doc_id``, ``text`` -> the text columns
     (:data:`~neardup_spark.batch.text.TEXT_COLUMNS`; ``normalized`` only with
-    ``exact_compare_text``) then the method's columns (``shingles``, ``sketch`` and
-    ``band_keys`` for MinHash, ``shingles`` and ``sketch`` only ``with_sets``; ``simhash`` and
-    ``band_keys`` for SimHash; none for exact). Captures plain parameters only."""
+    ``exact_compare_text`` or ``keep_normalized``) then the method's columns (``shingles``,
+    ``sketch`` and ``band_keys`` for MinHash, ``shingles`` and ``sketch`` only ``with_sets``;
+    ``simhash`` and ``band_keys`` for SimHash; none for exact). Captures plain parameters
+    only."""
     text_columns = text_columns_fn(config.normalize, config.shingle_unit)
     method_columns = method_columns_fn(config)
-    keep_normalized = config.exact_compare_text
+    if keep_normalized is None:
+        keep_normalized = config.exact_compare_text
 
     def run(batch: pa.RecordBatch) -> pa.RecordBatch:
         texts = text_columns(batch)

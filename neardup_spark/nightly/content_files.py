@@ -51,23 +51,16 @@ def part_name(first_fp: int) -> str:
     return f"part-{first_fp & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
-def _open_input(path: str) -> Any:
-    """A random-access file: memory-mapped when local, else through PyArrow's file system."""
-    fs, inner = pyarrow_filesystem(path)
-    if isinstance(fs, pa.fs.LocalFileSystem):
-        return pa.memory_map(inner, "r")
-    return fs.open_input_file(inner)
-
-
-def _write_ipc(
+def write_ipc_file(
     path: str,
     schema: pa.Schema,
-    tables: Iterable[pa.Table],
+    pieces: Iterable[pa.Table | pa.RecordBatch],
     batch_rows: int | None,
     codec: str | None,
 ) -> int:
-    """Write ``tables`` (one after another) as an Arrow IPC file (under a temporary name, then
-    renamed); its bytes."""
+    """Write ``pieces`` (one after another: a table in record batches of ``batch_rows`` rows, a
+    record batch as it is, even empty) as an Arrow IPC file under a temporary name, then
+    renamed; its bytes."""
     fs, inner = pyarrow_filesystem(path)
     fs.create_dir(inner.rpartition("/")[0], recursive=True)
     tmp = f"{inner}.tmp"
@@ -81,10 +74,29 @@ def _write_ipc(
         fs.open_output_stream(tmp) as sink,
         pa.ipc.new_file(sink, schema, options=options) as writer,
     ):
-        for table in tables:
-            writer.write_table(table, max_chunksize=batch_rows)
+        for piece in pieces:
+            if isinstance(piece, pa.RecordBatch):
+                writer.write_batch(piece)
+            else:
+                writer.write_table(piece, max_chunksize=batch_rows)
     fs.move(tmp, inner)
     return int(fs.get_file_info(inner).size)
+
+
+def open_input(path: str) -> Any:
+    """A random-access file: memory-mapped when local, else through PyArrow's file system."""
+    fs, inner = pyarrow_filesystem(path)
+    if isinstance(fs, pa.fs.LocalFileSystem):
+        return pa.memory_map(inner, "r")
+    return fs.open_input_file(inner)
+
+
+def band_key_matrix(column: pa.Array | pa.ChunkedArray, bands: int) -> np.ndarray:
+    """A ``list<int64>`` column of ``bands`` keys per row -> ``(n, bands)`` int64."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    flat = column.flatten().to_numpy(zero_copy_only=False)
+    return flat.reshape(len(column), bands) if len(column) else np.zeros((0, bands), np.int64)
 
 
 @dataclass(frozen=True)
@@ -115,7 +127,7 @@ def write_part(
     )
     fp_column = pa.array(fps, pa.int64())
     keys_table = pa.table({FP: fp_column, BAND_KEYS: keys})
-    keys_bytes = _write_ipc(
+    keys_bytes = write_ipc_file(
         join(directory, name + KEYS_SUFFIX), keys_table.schema, [keys_table], None, None
     )
 
@@ -130,7 +142,7 @@ def write_part(
 
     schema = pa.schema([(FP, pa.int64()), (TEXT, pa.large_string())])
     texts_path = join(directory, name + TEXTS_SUFFIX)
-    texts_bytes = _write_ipc(texts_path, schema, text_blocks(), TEXT_BATCH_ROWS, TEXTS_CODEC)
+    texts_bytes = write_ipc_file(texts_path, schema, text_blocks(), TEXT_BATCH_ROWS, TEXTS_CODEC)
     return PartSummary(name, n, keys_bytes, texts_bytes)
 
 
@@ -140,7 +152,7 @@ def read_keys(path: str, sha256: str | None = None) -> tuple[np.ndarray, np.ndar
     (recorded at commit), the file's bytes are checked against it first (the scan reads them
     all anyway): :class:`IndexDamaged` if they differ or do not decode."""
     try:
-        data = _open_input(path).read_buffer()
+        data = open_input(path).read_buffer()
     except OSError as exc:
         raise IndexDamaged(f"{path}: cannot be read ({exc})") from exc
     if sha256 is not None and hashlib.sha256(memoryview(data)).hexdigest() != sha256:
@@ -225,7 +237,7 @@ def read_texts(path: str, rows: np.ndarray) -> tuple[np.ndarray, pa.Array]:
         return np.zeros(0, np.int64), pa.array([], pa.large_string())
     batches = rows // TEXT_BATCH_ROWS
     try:
-        reader = pa.ipc.open_file(_open_input(path))
+        reader = pa.ipc.open_file(open_input(path))
         wanted = np.unique(batches)
         if len(wanted) * _WHOLE_FILE_SHARE >= reader.num_record_batches:
             table = reader.read_all().combine_chunks()

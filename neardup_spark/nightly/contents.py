@@ -21,10 +21,18 @@ from neardup_spark.nightly.content_files import (
     KEYS_SUFFIX,
     TEXT_BATCH_ROWS,
     TEXTS_SUFFIX,
+    band_key_matrix,
     probe_part,
     read_keys,
     read_texts,
+    sorted_member_mask,
     write_part,
+)
+from neardup_spark.nightly.text_stash import (
+    TextStash,
+    bucket_range,
+    content_rows,
+    read_buckets,
 )
 from neardup_spark.runtime.engine import default_parallelism
 
@@ -41,6 +49,10 @@ PART_SUMMARY_SCHEMA = T.StructType(
         T.StructField("texts_bytes", T.LongType(), False),
     ]
 )
+PART_SUMMARY_ARROW = pa.schema(
+    [("name", pa.string()), ("rows", pa.int64()), ("keys_bytes", pa.int64()),
+     ("texts_bytes", pa.int64())]
+)  # fmt: skip
 PROBE_SCHEMA = T.StructType(
     [
         T.StructField(KIND, T.IntegerType(), False),
@@ -65,19 +77,12 @@ def parts_for(rows: int, most: int) -> int:
     return max(1, min(most, math.ceil(rows / ROWS_PER_PART)))
 
 
-def _band_key_matrix(column: pa.Array, bands: int) -> np.ndarray:
-    """A ``list<int64>`` column of ``bands`` keys per row -> ``(n, bands)`` int64."""
-    flat = column.flatten().to_numpy(zero_copy_only=False)
-    return flat.reshape(len(column), bands) if len(column) else np.zeros((0, bands), np.int64)
-
-
 def _content_rows(table: pa.Table) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
     """A part's rows: ``(fps, band key lists, texts, text_rows)``, the fingerprints sorted and
     their key lists in that order, the texts as they came with ``text_rows[i]`` the text of
     ``fps[i]``. A content is the fingerprint of a row with ``band_keys``, once; its text that
     of a row with the same fingerprint, the same row or another (the smallest ``doc_id`` of
-    those: the batch's documents of the content,
-    :func:`neardup_spark.nightly.segment.segment_contents`). Texts of no content are dropped."""
+    those). Texts of no content are dropped."""
     all_fps = table.column(EXACT_FP).to_numpy()
 
     def rows_with(column: str) -> np.ndarray:
@@ -111,11 +116,8 @@ def _write_parts_fn(directory: str, bands: int) -> Any:
         del received
         fps, keys, texts, text_rows = _content_rows(table)
         del table  # the batches as received: the texts are in ``texts`` now, once
-        summary = write_part(directory, fps, _band_key_matrix(keys, bands), texts, text_rows)
-        yield pa.RecordBatch.from_pylist([vars(summary)], schema=pa.schema(
-            [("name", pa.string()), ("rows", pa.int64()), ("keys_bytes", pa.int64()),
-             ("texts_bytes", pa.int64())]
-        ))  # fmt: skip
+        summary = write_part(directory, fps, band_key_matrix(keys, bands), texts, text_rows)
+        yield pa.RecordBatch.from_pylist([vars(summary)], schema=PART_SUMMARY_ARROW)
 
     return run
 
@@ -140,6 +142,51 @@ def write_contents(
         .mapInArrow(_write_parts_fn(directory, bands), PART_SUMMARY_SCHEMA)
         .collect()
     )
+    return sorted((row.asDict() for row in written), key=lambda part: str(part["name"]))
+
+
+def _stash_parts_fn(
+    files: tuple[str, ...], directory: str, parts: int, bands: int, known: np.ndarray
+) -> Any:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for part in batch.column(0).to_pylist():
+                rows = read_buckets(files, *bucket_range(part, parts))
+                if rows is None or not rows.num_rows:
+                    continue
+                fps = rows.column(EXACT_FP).to_numpy()
+                at = content_rows(rows, ~sorted_member_mask(fps, known))
+                if not len(at):
+                    continue
+                # The texts in one array, taken into fingerprint order a block at a time by
+                # write_part: a take from the read's thousands of chunks cost up to 2.8 s a part.
+                summary = write_part(
+                    directory,
+                    fps[at],
+                    band_key_matrix(rows.column(BAND_KEYS), bands)[at],
+                    rows.column(TEXT).combine_chunks(),
+                    at,
+                )
+                yield pa.RecordBatch.from_pylist([vars(summary)], schema=PART_SUMMARY_ARROW)
+
+    return run
+
+
+def write_contents_from_stash(
+    spark: SparkSession,
+    stash: TextStash,
+    directory: str,
+    parts: int,
+    bands: int,
+    known: np.ndarray,
+) -> list[dict[str, Any]]:
+    """Write the batch's new contents as ``parts`` parts under ``directory`` from its
+    :mod:`stash <.text_stash>`: every fingerprint of the stash but those in ``known`` (sorted:
+    the batch's contents the index holds), once, with its smallest document's text; part ``i``
+    holds the ``i``-th range of fingerprints (:func:`bucket_range`), one task each, nothing
+    shuffled. Returns the parts written (name, rows, bytes), in name order."""
+    run = _stash_parts_fn(stash.files, directory, parts, bands, known)
+    written = part_numbers(spark, parts, parts).mapInArrow(run, PART_SUMMARY_SCHEMA).collect()
     return sorted((row.asDict() for row in written), key=lambda part: str(part["name"]))
 
 

@@ -310,6 +310,8 @@ def index_batch(ctx: BatchContext) -> dict[str, Any]:
         night = index_with_spark(ctx, features)
     if isinstance(features, DataFrame):
         features.unpersist()
+    if ctx.stash is not None:  # read by now: the segment's parts hold the new texts
+        ctx.index.storage.delete(ctx.stash.directory)
     record_counts(ctx, night.stats)
     index_counts = after_counts(ctx, night.stats, night.touched_clusters)
     report = batch_report(ctx, index_counts, night.components, bool(night.segment["rows"]))

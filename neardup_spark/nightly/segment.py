@@ -7,26 +7,25 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from neardup_spark.columns import (
-    BAND_KEYS,
     CLUSTER_ID,
     DOC_ID,
     EXACT_FP,
     HAS_TEXT,
     IS_REPRESENTATIVE,
-    TEXT,
 )
 from neardup_spark.io.filesystem import join
-from neardup_spark.nightly.contents import parts_for, write_contents
+from neardup_spark.nightly.contents import parts_for, write_contents_from_stash
 from neardup_spark.nightly.publish import CHANGED_CLUSTERS
 from neardup_spark.nightly.stable_ids import IS_OLD, KEPT, OLD_CLUSTER
 from neardup_spark.nightly.stable_ids_spark import Clustered
 from neardup_spark.nightly.steps import BatchContext
 from neardup_spark.nightly.store import BATCH, DOCS, PAIRS, WRITTEN
+from neardup_spark.nightly.text_stash import STASH_BUCKETS
 from neardup_spark.pipeline.execution import run_together
 
 
@@ -45,34 +44,17 @@ def docs_delta(ctx: BatchContext, clustered: Clustered) -> DataFrame:
     )
 
 
-def segment_contents(fresh: DataFrame, texts: DataFrame) -> DataFrame:
-    """The rows of the segment's contents parts, for :func:`write_contents`: each new content's
-    ``exact_fp``, ``doc_id`` and ``band_keys`` (from ``fresh``), and the batch's normalised
-    texts with their fingerprints (``texts``: ``doc_id``, ``exact_fp``, ``text``, every
-    document with text); the writing task gives each new content the text of its smallest
-    document and drops the others (copies, contents the index holds).
-
-    A union, not a join: the texts are shuffled once, into their parts, by the fingerprint
-    they carry (a join to find each content's document shuffled them by id first: 457 + 524 MB
-    at 300,000 contents). Bounded memory in a local driver whatever the batch's size: nothing
-    is broadcast (Spark took checkpointed keys for small and collected them into the driver,
-    ~250 MB at 1M contents)."""
-    no_keys = F.lit(None).cast(T.ArrayType(T.LongType(), False)).alias(BAND_KEYS)
-    stored = texts.select(EXACT_FP, DOC_ID, no_keys, TEXT)
-    keys = fresh.select(EXACT_FP, DOC_ID, BAND_KEYS, F.lit(None).cast(T.StringType()).alias(TEXT))
-    return stored.unionByName(keys)
-
-
 def write_batch(
     ctx: BatchContext,
-    fresh: DataFrame,
-    texts: DataFrame,
+    known: np.ndarray,
     n_fresh: int,
     edges: DataFrame,
     clustered: Clustered,
 ) -> dict[str, Any]:
     """Write the segment and the results (concurrently); returns the segment's manifest entry:
-    ``name``, ``batch``, ``parts`` (the contents parts), ``rows`` per table."""
+    ``name``, ``batch``, ``parts`` (the contents parts), ``rows`` per table. The new contents
+    come from the batch's stash: its contents but ``known`` (sorted fingerprints, those the
+    index holds)."""
     segment_dir = ctx.index.segment_path(ctx.segment)
     n_docs = ctx.n_new + clustered.stats["moved_docs"]
     n_near = ctx.counts["near_pairs"]
@@ -80,9 +62,18 @@ def write_batch(
 
     def contents() -> None:
         if n_fresh:
-            rows = segment_contents(fresh, texts)
-            count = parts_for(n_fresh, ctx.buckets)
-            parts.extend(write_contents(rows, segment_dir, count, ctx.config.banding.bands))
+            assert ctx.stash is not None  # written by the per-document pass
+            count = min(parts_for(n_fresh, ctx.buckets), STASH_BUCKETS)
+            bands = ctx.config.banding.bands
+            written = write_contents_from_stash(
+                ctx.spark, ctx.stash, segment_dir, count, bands, known
+            )
+            if sum(int(p["rows"]) for p in written) != n_fresh:
+                raise RuntimeError(
+                    f"the segment's parts hold {sum(int(p['rows']) for p in written)} contents, "
+                    f"not the batch's {n_fresh} new ones"
+                )
+            parts.extend(written)
 
     actions = [
         contents,

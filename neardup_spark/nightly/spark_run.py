@@ -17,9 +17,9 @@ from neardup_spark.nightly.steps import (
     IndexedNight,
     Touched,
     batch_candidates,
-    batch_texts,
     index_documents,
     keep,
+    known_fingerprints,
     member_history,
     needs_stored_edges,
     new_contents,
@@ -41,7 +41,7 @@ def index_with_spark(ctx: BatchContext, features: DataFrame) -> IndexedNight:
     touched = touched_members(ctx, new, probe, edges)
     clustered = cluster_touched(ctx, touched, edges)
     with ctx.timer.stage("write") as counted:
-        segment = write_batch(ctx, fresh, batch_texts(ctx), n_fresh, edges, clustered)
+        segment = write_batch(ctx, known_fingerprints(probe), n_fresh, edges, clustered)
         counted["rows"] = segment["rows"].get("docs", 0)
     return IndexedNight(segment, clustered.stats, clustered.components, touched.n_clusters)
 

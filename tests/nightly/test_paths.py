@@ -12,7 +12,7 @@ import pytest
 from neardup_spark.config import build_config
 from neardup_spark.nightly import steps as nightly_steps
 from neardup_spark.nightly.run import run_incremental
-from neardup_spark.pipeline import filtered_scans
+from neardup_spark.nightly.text_stash import STASH_DIR
 from tests.nightly.history import (
     BUCKETS,
     SPARK_PATH,
@@ -31,16 +31,15 @@ NAMES = ("path", "version", "version_before")
 def other_path(spark, history, tmp_path_factory):
     """Days 1 and 2 as Spark jobs, day 3 on the driver (the history did the opposite), twice
     from the same index: reading the index's docs and pairs rows in this process (the default)
-    and with Spark jobs (``day3-spark-scans``). Day 2 reads its candidates' texts as a batch
-    too large to broadcast their list to: by the rows' addresses in its Parquet files (the
-    calls are recorded)."""
+    and with Spark jobs (``day3-spark-scans``). The Spark path's nights read their candidates'
+    texts from the batch's stash (the calls are recorded) and leave no stash behind."""
     root, index = history["root"], tmp_path_factory.mktemp("other") / "index"
-    reports, assignments, addressed = {}, {}, []
-    texts_of = filtered_scans.AddressedInput.texts_of
+    reports, assignments, fetched = {}, {}, []
+    stashed_texts = nightly_steps.stashed_texts
 
-    def recorded(self, ids):
-        addressed.append(ids)
-        return texts_of(self, ids)
+    def recorded(wanted, stash):
+        fetched.append(stash)
+        return stashed_texts(wanted, stash)
 
     runs = [("day1", SPARK_PATH), ("day2", SPARK_PATH), ("day3-spark-scans", SPARK_SCANS)]
     for name, options in [*runs, ("day3", {})]:
@@ -49,9 +48,7 @@ def other_path(spark, history, tmp_path_factory):
         if name == "day3-spark-scans":
             shutil.copytree(index, night_index)
         with pytest.MonkeyPatch.context() as patch:
-            if day == "day2":
-                patch.setattr(nightly_steps, "BROADCAST_MAX_ROWS", 0)
-                patch.setattr(filtered_scans.AddressedInput, "texts_of", recorded)
+            patch.setattr(nightly_steps, "stashed_texts", recorded)
             reports[name] = run_incremental(
                 spark,
                 str(root / day),
@@ -61,7 +58,8 @@ def other_path(spark, history, tmp_path_factory):
                 buckets=BUCKETS,
             )
         assignments[name] = index_assignment(spark, night_index)
-    assert len(addressed) == 1  # day 2's candidates' texts, read by address
+        assert not list(night_index.glob(f"segments/*/{STASH_DIR}"))
+    assert len(fetched) == 2 and all(stash.files for stash in fetched)  # days 1 and 2
     return {"root": index.parent, "reports": reports, "assignments": assignments}
 
 
