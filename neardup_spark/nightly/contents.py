@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -78,33 +77,18 @@ def parts_for(rows: int, most: int) -> int:
 
 
 def _content_rows(table: pa.Table) -> tuple[np.ndarray, pa.Array, pa.Array, np.ndarray]:
-    """A part's rows: ``(fps, band key lists, texts, text_rows)``, the fingerprints sorted and
-    their key lists in that order, the texts as they came with ``text_rows[i]`` the text of
-    ``fps[i]``. A content is the fingerprint of a row with ``band_keys``, once; its text that
-    of a row with the same fingerprint, the same row or another (the smallest ``doc_id`` of
-    those). Texts of no content are dropped."""
-    all_fps = table.column(EXACT_FP).to_numpy()
-
-    def rows_with(column: str) -> np.ndarray:
-        return np.flatnonzero(pc.is_valid(table.column(column)).to_numpy(zero_copy_only=False))
-
-    key_rows = rows_with(BAND_KEYS)
-    key_rows = key_rows[np.argsort(all_fps[key_rows], kind="stable")]
-    fps = all_fps[key_rows]
-    text_rows = rows_with(TEXT)
-    by_fp = pa.table({"fp": all_fps[text_rows], "id": table.column(DOC_ID).take(text_rows)})
-    text_rows = text_rows[pc.sort_indices(by_fp, [("fp", "ascending"), ("id", "ascending")])]
-    text_fps = all_fps[text_rows]
-    first = np.r_[True, text_fps[1:] != text_fps[:-1]] if len(text_fps) else np.zeros(0, bool)
-    text_rows, text_fps = text_rows[first], text_fps[first]
-    at = np.minimum(np.searchsorted(text_fps, fps), max(len(text_fps) - 1, 0))
-    found = len(text_fps) > 0 and np.array_equal(text_fps[at], fps)
-    if np.any(fps[1:] == fps[:-1]) or (len(fps) and not found):
-        raise RuntimeError("a segment's contents must each have one key list and a text")
-    keys = table.column(BAND_KEYS).combine_chunks().take(pa.array(key_rows))
+    """A part's rows (one per content: ``exact_fp``, ``band_keys``, ``text``): ``(fps, band key
+    lists, texts, text_rows)``, the fingerprints sorted and their key lists in that order, the
+    texts as they came with ``text_rows[i]`` the text of ``fps[i]``."""
+    fps = table.column(EXACT_FP).to_numpy()
+    order = np.argsort(fps, kind="stable")
+    fps = fps[order]
+    keys, texts = table.column(BAND_KEYS), table.column(TEXT)
+    if np.any(fps[1:] == fps[:-1]) or keys.null_count or texts.null_count:
+        raise RuntimeError("a segment's contents must each have one row with a key list and a text")
     # large_string: a part's texts may pass 2 GB, the limit of one string array
-    texts = table.column(TEXT).cast(pa.large_string()).combine_chunks()
-    return fps, keys, texts, text_rows[at]
+    texts = texts.cast(pa.large_string()).combine_chunks()
+    return fps, keys.combine_chunks().take(pa.array(order)), texts, order
 
 
 def _write_parts_fn(directory: str, bands: int) -> Any:
@@ -125,19 +109,19 @@ def _write_parts_fn(directory: str, bands: int) -> Any:
 def write_contents(
     contents: DataFrame, directory: str, parts: int, bands: int
 ) -> list[dict[str, Any]]:
-    """Write ``contents`` (``exact_fp``, ``band_keys``, ``text``: the normalised text, and
-    optionally ``doc_id``; each fingerprint with ``bands`` keys and a text, in one row or in
-    several as :func:`_content_rows` says) as ``parts`` parts under ``directory``, each
-    sorted by fingerprint; returns the parts written (name, rows, bytes), in name order.
+    """Write ``contents`` (``exact_fp``, ``band_keys``, ``text``: one row per content, its
+    ``bands`` keys and its normalised text) as ``parts`` parts under ``directory``, each sorted
+    by fingerprint; returns the parts written (name, rows, bytes), in name order. For
+    compaction, which rewrites an index's live contents; a night writes its new ones from its
+    stash (:func:`write_contents_from_stash`).
 
     A part holds the fingerprints Spark's hash partitioning sends it (nothing looks a content
     up by its part: the probe scans them all). By ``exact_fp`` itself, not ``pmod(exact_fp,
     parts)``: that column's ``parts`` values hash into fewer partitions (both of two into one),
     so a 300,000-content segment came out as one part, written by one task while the other
     core idled. Each task orders its part itself (a JVM sort copied every text once more)."""
-    doc_id = DOC_ID if DOC_ID in contents.columns else F.lit(None).cast("string").alias(DOC_ID)
     written = (
-        contents.select(EXACT_FP, doc_id, BAND_KEYS, TEXT)
+        contents.select(EXACT_FP, BAND_KEYS, TEXT)
         .repartition(parts, EXACT_FP)
         .mapInArrow(_write_parts_fn(directory, bands), PART_SUMMARY_SCHEMA)
         .collect()

@@ -76,12 +76,11 @@ def test_probe_finds_known_contents_and_the_smallest_matches_per_key(part):
     assert got == sorted(expected)
 
 
-@pytest.mark.parametrize(("parts", "split"), [(2, False), (4, False), (2, True)])
-def test_a_segment_is_written_in_as_many_parts_as_asked_each_sorted(spark, tmp_path, parts, split):
-    """``write_contents`` (Spark): ``parts`` parts of about equal size, every content once, each
-    part sorted by fingerprint; a content's keys and text in one row (compaction) or in two
-    (a night's segment). (By ``pmod(fp, parts)``, Spark's hash partitioning put both halves
-    of a 2-part segment in one part, written by one task.)"""
+@pytest.mark.parametrize("parts", [2, 4])
+def test_a_segment_is_written_in_as_many_parts_as_asked_each_sorted(spark, tmp_path, parts):
+    """``write_contents`` (Spark, compaction's writer): ``parts`` parts of about equal size,
+    every content once, each part sorted by fingerprint. (By ``pmod(fp, parts)``, Spark's hash
+    partitioning put both halves of a 2-part segment in one part, written by one task.)"""
     from neardup_spark.nightly.contents import read_contents, write_contents
 
     n, bands = 600, 3
@@ -91,11 +90,7 @@ def test_a_segment_is_written_in_as_many_parts_as_asked_each_sorted(spark, tmp_p
         (int(fp), [int(fp) ^ b for b in range(bands)], page)
         for fp, page in zip(fps, pages, strict=True)
     ]
-    if split:  # shuffled: the writing task pairs each content's two rows up
-        rows_in = [(fp, keys, None) for fp, keys, _ in rows] + [(fp, None, t) for fp, _, t in rows]
-        rows_in = [rows_in[i] for i in np.random.default_rng(1).permutation(len(rows_in))]
-    else:
-        rows_in = rows
+    rows_in = [rows[i] for i in np.random.default_rng(1).permutation(n)]
     contents = spark.createDataFrame(rows_in, "exact_fp long, band_keys array<long>, text string")
     written = write_contents(contents, str(tmp_path), parts, bands)
     assert len(written) == parts
@@ -103,45 +98,25 @@ def test_a_segment_is_written_in_as_many_parts_as_asked_each_sorted(spark, tmp_p
     assert sum(sizes) == n and min(sizes) >= 0.6 * n / parts, sizes
     for part in written:
         part_fps, _ = read_keys(str(tmp_path / part["name"]) + KEYS_SUFFIX)
-        assert np.all(np.diff(part_fps) > 0)
+        assert np.all(part_fps[1:] > part_fps[:-1])
     back = read_contents(spark, [str(tmp_path / p["name"]) for p in written], bands).collect()
     assert sorted((r.exact_fp, r.band_keys, r.text) for r in back) == sorted(rows)
 
 
-def test_a_key_list_without_a_text_fails_the_write(spark, tmp_path):
+def test_a_content_without_a_key_list_or_a_text_or_twice_fails_the_write(spark, tmp_path):
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
     from neardup_spark.nightly.contents import write_contents
 
-    rows = [(1, [1, 2], "one"), (2, [3, 4], None), (3, None, "three")]
-    contents = spark.createDataFrame(rows, "exact_fp long, band_keys array<long>, text string")
-    with pytest.raises((PySparkException, Py4JJavaError), match="one key list and a text"):
-        write_contents(contents, str(tmp_path), 1, 2)
-
-
-def test_each_content_is_written_once_and_texts_of_no_content_are_dropped(spark, tmp_path):
-    """A night's rows: a content's keys (with its smallest document), and every text of the
-    batch with its fingerprint (copies of a content; a content the index holds, which has no
-    keys). Each content is written once with its text, whatever order the rows come in."""
-    from neardup_spark.nightly.contents import read_contents, write_contents
-
-    pages = ["a page", "another page", "a page the index holds"]
-    ten, twenty, held = (
-        int(fp) for fp in exact_fingerprints(pa.array(pages)).fingerprints.view(np.int64)
-    )
-    keys = [(ten, "b", [1, 2], None), (twenty, "a", [3, 4], None)]
-    texts = [(ten, "c", None, pages[0]), (ten, "b", None, pages[0]), (twenty, "a", None, pages[1])]
-    texts += [(held, "z", None, pages[2]), (ten, "d", None, pages[0])]
-    schema = "exact_fp long, doc_id string, band_keys array<long>, text string"
-    for k, order in enumerate((keys + texts, texts[::-1] + keys)):
-        out = tmp_path / str(k)
-        written = write_contents(spark.createDataFrame(order, schema), str(out), 1, 2)
-        assert [part["rows"] for part in written] == [2]
-        back = read_contents(spark, [str(out / written[0]["name"])], 2).collect()
-        assert sorted((r.exact_fp, r.band_keys, r.text) for r in back) == sorted(
-            [(ten, [1, 2], pages[0]), (twenty, [3, 4], pages[1])]
-        )
+    for rows in (
+        [(1, [1, 2], "one"), (2, [3, 4], None)],
+        [(1, [1, 2], "one"), (3, None, "three")],
+        [(1, [1, 2], "one"), (1, [1, 2], "one")],
+    ):
+        contents = spark.createDataFrame(rows, "exact_fp long, band_keys array<long>, text string")
+        with pytest.raises((PySparkException, Py4JJavaError), match="one row with a key list"):
+            write_contents(contents, str(tmp_path), 1, 2)
 
 
 def test_texts_in_any_order_are_written_in_fingerprint_order_in_whole_batches(tmp_path):
