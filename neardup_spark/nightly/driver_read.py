@@ -6,16 +6,27 @@ verification; the input is counted as the Spark path counts it."""
 
 from __future__ import annotations
 
-import pyarrow as pa
+from dataclasses import dataclass
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+
+from neardup_spark.columns import DOC_ID
+from neardup_spark.io.filesystem import LocalStorage, join, pyarrow_filesystem
+from neardup_spark.io.output import OutputDir
+from neardup_spark.nightly.stable_ids import KEPT
 from neardup_spark.nightly.steps import BatchContext
 from neardup_spark.pipeline.in_process import (
+    LocalInput,
     ReadLimits,
     in_process_threads,
     input_fits,
     local_parquet_paths,
     read_and_sketch,
 )
+from neardup_spark.pipeline.local_output import RowsCopy, rows_copy
 from neardup_spark.pipeline.reporting import input_counts
 
 
@@ -44,3 +55,37 @@ def features_in_process(ctx: BatchContext) -> pa.Table | None:
     ctx.counts.update(counts)
     ctx.documents = documents
     return features
+
+
+@dataclass(frozen=True)
+class DeduplicatedHere:
+    """How this process writes a night's ``deduplicated/``: its input files copied by PyArrow
+    (:mod:`~neardup_spark.pipeline.local_output`) without the ``removed`` ids."""
+
+    copy: RowsCopy
+    removed: pa.Array
+
+
+def deduplicated_here(
+    ctx: BatchContext, df: DataFrame, out: OutputDir, results: str
+) -> DeduplicatedHere | None:
+    """For a night whose batch was read here (:func:`features_in_process`) into a local OUTPUT
+    (``results``: its committed results' directory):
+    its ``deduplicated/`` copied from its files by this process, as a small full run's is, when
+    Spark would write the same types back; None when Spark writes it. Its ids not kept are the
+    batch's ids less those of its results' ``kept`` rows. No Spark job: a fresh night's only
+    one had been this publishing (1.2 s of a 4 s night at 300,000 indexed)."""
+    if ctx.documents is None or not isinstance(out.storage, LocalStorage):
+        return None
+    names = [entry["path"] for entry in ctx.inputs]
+    paths = local_parquet_paths(ctx.spark, names, ctx.input_format)
+    if paths is None:
+        return None
+    copy = rows_copy(df, LocalInput(paths, ReadLimits(0, 0)), ctx.config.id_col)
+    if copy is None:
+        return None
+    fs, kept_dir = pyarrow_filesystem(join(results, KEPT))
+    kept = pq.read_table(kept_dir, filesystem=fs, columns=[DOC_ID]).column(DOC_ID)
+    ids = ctx.documents.column(DOC_ID)
+    removed = ids.filter(pc.invert(pc.is_in(ids, value_set=kept.cast(ids.type).combine_chunks())))
+    return DeduplicatedHere(copy, removed.combine_chunks())

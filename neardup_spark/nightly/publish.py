@@ -16,9 +16,11 @@ from neardup_spark.config import DedupeConfig
 from neardup_spark.io.filesystem import join
 from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.io.storage import copy_tree
+from neardup_spark.nightly.driver_read import DeduplicatedHere
 from neardup_spark.nightly.stable_ids import KEPT
 from neardup_spark.nightly.store import Index
 from neardup_spark.pipeline.execution import grouped_input, maybe_broadcast
+from neardup_spark.pipeline.local_output import write_rows_without
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.runtime.session import keep_column_types
 
@@ -33,29 +35,37 @@ def publish_batch(
     config: DedupeConfig,
     out: OutputDir,
     timing: tuple[StageTimer, float] | None = None,
+    here: DeduplicatedHere | None = None,
 ) -> dict[str, Any]:
     """Write a committed batch's outputs (``clusters/``, ``pairs/``, ``changed_clusters/`` from
     its stored results, ``deduplicated/`` from the input rows ``df``, ``report.json``) and
     commit them into ``out``; returns the report. ``timing``: the run that indexed the batch
     (its stage timer and start): OUTPUT's report then counts the index commit and this
     publishing too, as a full run's counts its writes (the report kept in the index stops at
-    the index's own writes)."""
+    the index's own writes). ``here``: ``deduplicated/`` is copied from the input files by this
+    process (a night read here, :func:`~neardup_spark.nightly.driver_read.deduplicated_here`),
+    not written by a Spark job."""
     publishing = time.perf_counter()
     results = join(index.root, batch["results"])
     staged = out.staging(batch["run_id"])
     for name in ("clusters", "pairs", CHANGED_CLUSTERS):
         copy_tree(spark, join(results, name), staged.child(name))
-    kept = spark.read.parquet(join(results, KEPT)).select(F.col(DOC_ID).alias(config.id_col))
-    n_kept = int(batch["counts"]["deduplicated"])
-    keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
-    # The input's splits grouped as a full run groups them: a 1M-document build wrote 216 files
-    # in 16.1 s from 8 MB splits.
-    rows = grouped_input(df)[0]
-    rows.join(maybe_broadcast(kept, n_kept), config.id_col, "left_semi").write.parquet(
-        staged.child("deduplicated")
-    )
+    if here is not None:
+        write_rows_without(here.copy, config.id_col, here.removed, staged, "deduplicated")
+    else:
+        kept = spark.read.parquet(join(results, KEPT)).select(F.col(DOC_ID).alias(config.id_col))
+        n_kept = int(batch["counts"]["deduplicated"])
+        keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
+        # The input's splits grouped as a full run groups them: a 1M-document build wrote 216
+        # files in 16.1 s from 8 MB splits.
+        rows = grouped_input(df)[0]
+        rows.join(maybe_broadcast(kept, n_kept), config.id_col, "left_semi").write.parquet(
+            staged.child("deduplicated")
+        )
     text = index.storage.read_text(join(results, REPORT_FILE))
     report: dict[str, Any] = json.loads(text) if text else {}
+    if here is not None:
+        report["stages_on_driver"] = [*report.get("stages_on_driver", []), "publish"]
     report["output"] = out.path
     if timing is not None:
         timer, started = timing

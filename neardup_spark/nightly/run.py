@@ -97,7 +97,7 @@ from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.io.paths import check_writable
 from neardup_spark.io.storage import storage_for
-from neardup_spark.nightly.driver_read import features_in_process
+from neardup_spark.nightly.driver_read import deduplicated_here, features_in_process
 from neardup_spark.nightly.driver_run import index_on_driver
 from neardup_spark.nightly.publish import publish_batch
 from neardup_spark.nightly.spark_run import index_with_spark
@@ -277,6 +277,7 @@ def index_and_publish(
         out.prepare(overwrite)
         index.collect_garbage(keep_versions)
         already = batch is not None
+        here = None
         if batch is None:
             context = BatchContext(
                 spark, df, index, config, run_id, inputs, id_type,
@@ -286,11 +287,12 @@ def index_and_publish(
             batch = index_batch(context)
             index.collect_garbage(keep_versions)
             log.info("batch %s committed as index version %s", run_id, index.name)
+            here = deduplicated_here(context, df, out, join(index.root, batch["results"]))
         else:
             log.info("batch %s was committed before (batch %d): publishing", run_id, batch["seq"])
         with timer.stage("publish"):
             timing = None if already else (timer, started)
-            report = publish_batch(spark, df, index, batch, config, out, timing)
+            report = publish_batch(spark, df, index, batch, config, out, timing, here)
     report["already_committed"] = already
     return report
 

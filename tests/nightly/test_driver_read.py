@@ -68,12 +68,21 @@ def test_a_night_read_here_equals_one_read_by_spark_tasks(spark, nights):
 
 
 def test_the_report_names_what_ran_in_this_process(nights):
+    """A night read here also copies its ``deduplicated/`` from its files here (``publish``):
+    the rows of the Spark job's, in the files' own schema."""
     reports, root = nights["reports"], nights["root"]
-    assert reports["driver", 1]["stages_on_driver"] == ["sketch"]  # nothing indexed to probe
-    assert reports["driver", 2]["stages_on_driver"] == ["sketch", "probe"]
+    assert reports["driver", 1]["stages_on_driver"] == ["sketch", "publish"]  # nothing to probe
+    assert reports["driver", 2]["stages_on_driver"] == ["sketch", "probe", "publish"]
     assert reports["spark", 2]["stages_on_driver"] == ["probe"]
     published = json.loads((root / "out-driver-2" / "report.json").read_text())
-    assert published["stages_on_driver"] == ["sketch", "probe"]
+    assert published["stages_on_driver"] == ["sketch", "probe", "publish"]
+    for number in (1, 2):
+        ours = pq.read_table(root / f"out-driver-{number}" / "deduplicated")
+        theirs = pq.read_table(root / f"out-spark-{number}" / "deduplicated")
+        source = pq.read_schema(root / f"in{number}" / "part-0.parquet")
+        assert ours.schema.remove_metadata().equals(source.remove_metadata())
+        counts = reports["spark", number]["counts"]
+        assert ours.num_rows == theirs.num_rows == counts["deduplicated"]
 
 
 def test_the_keys_scan_in_threads_equals_the_spark_job(spark, nights):
