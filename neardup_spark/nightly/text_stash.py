@@ -85,9 +85,15 @@ def bucket_range(part: int, parts: int) -> tuple[int, int]:
     return part * STASH_BUCKETS // parts, (part + 1) * STASH_BUCKETS // parts
 
 
-def write_stash_file(path: str, rows: pa.Table) -> int:
-    """``rows`` (``fp``, ``doc_id``, ``band_keys``, ``text``) as a stash file: one record batch
-    per bucket, empty ones too, so batch ``b`` is bucket ``b``. Its bytes."""
+def stash_codec(path: str) -> str | None:
+    """The compression of a stash file at ``path``: none on a local file system."""
+    return None if is_local(path) else REMOTE_STASH_CODEC
+
+
+def write_stash_file(path: str, rows: pa.Table, codec: str | None) -> int:
+    """``rows`` (``fp``, ``doc_id``, ``band_keys``, ``text``) as a stash file compressed with
+    ``codec``: one record batch per bucket, empty ones too, so batch ``b`` is bucket ``b``. Its
+    bytes."""
     rows = rows.combine_chunks()
     buckets = bucket_of(rows.column(EXACT_FP).to_numpy())
     order = np.argsort(buckets, kind="stable")
@@ -95,7 +101,6 @@ def write_stash_file(path: str, rows: pa.Table) -> int:
     bounds = np.searchsorted(buckets[order], np.arange(STASH_BUCKETS + 1))
     whole = rows.to_batches()[0] if rows.num_rows else pa.RecordBatch.from_pylist([], rows.schema)
     batches = (whole.slice(a, b - a) for a, b in pairwise(bounds.tolist()))
-    codec = None if is_local(path) else REMOTE_STASH_CODEC
     return write_ipc_file(path, rows.schema, batches, None, codec)
 
 
@@ -175,7 +180,8 @@ def _stashing_fn(
             kept.append(stashed.filter(out.column(HAS_TEXT)))
             yield pa.RecordBatch.from_arrays([out.column(n) for n in names], names=names)
         if kept:
-            write_stash_file(join(directory, _task_file_name()), pa.concat_tables(kept))
+            path = join(directory, _task_file_name())
+            write_stash_file(path, pa.concat_tables(kept), stash_codec(path))
 
     return run
 

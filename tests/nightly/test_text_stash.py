@@ -24,6 +24,7 @@ from neardup_spark.nightly.text_stash import (
     bucket_range,
     content_rows,
     read_buckets,
+    stash_codec,
     stash_files,
     stashed_texts,
     stashing_features,
@@ -47,10 +48,15 @@ def rows_of(fps: list[int], ids: list[str], texts: list[str]) -> pa.Table:
     )
 
 
-def test_a_stash_file_holds_bucket_b_in_its_record_batch_b(tmp_path):
+@pytest.mark.parametrize("codec", [None, "zstd"])
+def test_a_stash_file_holds_bucket_b_in_its_record_batch_b(tmp_path, codec):
+    """Uncompressed (a local stash) or zstd (on remote storage: ``stash_codec``)."""
+    assert stash_codec(str(tmp_path / "a.arrow")) is None
+    assert stash_codec("s3a://bucket/index/segments/s/_stash/a.arrow") == "zstd"
     fps = [0, -1, 5 << 56, (5 << 56) + 3, 1 << 56, 7]  # buckets 0, 255, 5, 5, 1, 0
     path = str(tmp_path / "a.arrow")
-    write_stash_file(path, rows_of(fps, [f"d{i}" for i in range(6)], [f"t{i}" for i in range(6)]))
+    rows = rows_of(fps, [f"d{i}" for i in range(6)], [f"t{i}" for i in range(6)])
+    write_stash_file(path, rows, codec)
     reader = pa.ipc.open_file(path)
     assert reader.num_record_batches == STASH_BUCKETS
     sizes = [reader.get_batch(b).num_rows for b in range(STASH_BUCKETS)]
@@ -59,6 +65,8 @@ def test_a_stash_file_holds_bucket_b_in_its_record_batch_b(tmp_path):
         assert set(bucket_of(reader.get_batch(b).column(EXACT_FP).to_numpy())) == {b}
     both = read_buckets([path, path], 0, 6)
     assert sorted(both.column(DOC_ID).to_pylist()) == sorted(["d0", "d2", "d3", "d4", "d5"] * 2)
+    whole = read_buckets([path], 0, STASH_BUCKETS).sort_by(DOC_ID)
+    assert whole.equals(rows.sort_by(DOC_ID))
     assert read_buckets([], 0, 6) is None
 
 
