@@ -126,7 +126,7 @@ def write_contents(
         .mapInArrow(_write_parts_fn(directory, bands), PART_SUMMARY_SCHEMA)
         .collect()
     )
-    return sorted((row.asDict() for row in written), key=lambda part: str(part["name"]))
+    return _in_name_order(written)
 
 
 def _stash_parts_fn(
@@ -171,7 +171,12 @@ def write_contents_from_stash(
     shuffled. Returns the parts written (name, rows, bytes), in name order."""
     run = _stash_parts_fn(stash.files, directory, parts, bands, known)
     written = part_numbers(spark, parts, parts).mapInArrow(run, PART_SUMMARY_SCHEMA).collect()
-    return sorted((row.asDict() for row in written), key=lambda part: str(part["name"]))
+    return _in_name_order(written)
+
+
+def _in_name_order(summaries: list[Any]) -> list[dict[str, Any]]:
+    """The writing tasks' part summaries (one row each), as dicts in name order."""
+    return sorted((row.asDict() for row in summaries), key=lambda part: str(part["name"]))
 
 
 def _probe_fn(

@@ -68,10 +68,10 @@ def write_batch(
             written = write_contents_from_stash(
                 ctx.spark, ctx.stash, segment_dir, count, bands, known
             )
-            if sum(int(p["rows"]) for p in written) != n_fresh:
+            held = sum(int(p["rows"]) for p in written)
+            if held != n_fresh:
                 raise RuntimeError(
-                    f"the segment's parts hold {sum(int(p['rows']) for p in written)} contents, "
-                    f"not the batch's {n_fresh} new ones"
+                    f"the segment's parts hold {held} contents, not the batch's {n_fresh} new ones"
                 )
             parts.extend(written)
 

@@ -90,6 +90,7 @@ class BatchContext:
     counts: dict[str, int] = field(default_factory=dict)
     # The batch's doc_id and text, when this process read it (nightly/driver_read.py).
     documents: pa.Table | None = None
+    document_files: list[str] | None = None  # the local Parquet files they were read from
     # The batch's normalised texts, when Spark's per-document pass wrote them (.text_stash).
     stash: TextStash | None = None
 

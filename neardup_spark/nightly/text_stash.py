@@ -94,7 +94,6 @@ def write_stash_file(path: str, rows: pa.Table, codec: str | None) -> int:
     """``rows`` (``fp``, ``doc_id``, ``band_keys``, ``text``) as a stash file compressed with
     ``codec``: one record batch per bucket, empty ones too, so batch ``b`` is bucket ``b``. Its
     bytes."""
-    rows = rows.combine_chunks()
     buckets = bucket_of(rows.column(EXACT_FP).to_numpy())
     order = np.argsort(buckets, kind="stable")
     rows = rows.take(pa.array(order)).combine_chunks()
@@ -207,11 +206,11 @@ def _fetch_fn(files: tuple[str, ...]) -> Any:
         wanted = np.unique(np.concatenate(got))
         buckets = bucket_of(wanted)
         readers = [pa.ipc.open_file(open_input(path)) for path in files]
-        for bucket in np.unique(buckets).tolist():
-            rows = pa.Table.from_batches([r.get_batch(bucket) for r in readers])
+        for bucket, expected in zip(*np.unique(buckets, return_counts=True), strict=True):
+            rows = pa.Table.from_batches([r.get_batch(int(bucket)) for r in readers])
             fps = rows.column(EXACT_FP).to_numpy()
             at = content_rows(rows, sorted_member_mask(fps, wanted))
-            if len(at) != np.count_nonzero(buckets == bucket):
+            if len(at) != expected:
                 raise RuntimeError("the batch's stash lacks texts of its contents")
             texts = rows.column(TEXT).take(pa.array(at)).combine_chunks()
             yield pa.RecordBatch.from_arrays(
