@@ -2,21 +2,39 @@
 
 Where a set of ids is small (:data:`~neardup_spark.pipeline.execution.BROADCAST_MAX_ROWS`) it
 is broadcast to the input scan. Above that, a join would shuffle every text of the corpus:
-when the input is a Parquet scan, the set goes through the documents' addresses instead and
-the scan keeps or drops each row by a bitmap word (:mod:`neardup_spark.stages.addresses`),
-so only ids travel through a shuffle. Verification reads the texts of the candidates this way,
-and ``deduplicated/`` the input rows of the documents that are not removed.
+when the input is a Parquet scan, the set goes through the documents' addresses instead.
+``deduplicated/`` keeps or drops each input row by a bitmap word
+(:mod:`neardup_spark.stages.addresses`), so only ids travel through a shuffle. Verification
+locates each side of each candidate pair at its address and, when the files are local Parquet
+(which every executor reads, as Spark does), its tasks read the texts there in address order
+(:mod:`neardup_spark.batch.addressed_texts`): each candidate's text read once, and one shuffle
+of texts, the one that brings a pair's sides together, as below the limit (a join by id would
+shuffle the candidates' texts once more). Else it reads them through the bitmap words too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
 
-from neardup_spark.columns import DOC_ID, TEXT
+from neardup_spark.batch.addressed_texts import (
+    FILE_NO,
+    AddressedFiles,
+    texts_at_addresses_fn,
+)
+from neardup_spark.batch.scoring import SIDE
+from neardup_spark.columns import DOC_A, DOC_B, DOC_ID, TEXT
+from neardup_spark.io.filesystem import is_local
+from neardup_spark.io.paths import from_spark_uri, local_path
 from neardup_spark.pipeline.execution import BROADCAST_MAX_ROWS, grouped_input
+from neardup_spark.runtime.engine import from_arrow
 from neardup_spark.stages.addresses import (
     FILE_PATH,
     ROW_INDEX,
@@ -25,6 +43,11 @@ from neardup_spark.stages.addresses import (
     rows_of_words,
     with_addresses,
 )
+from neardup_spark.stages.verify import side_requests
+
+# Rows of a file per block of the address-ordered read: a task reads whole blocks, so a row
+# group is read by one task (two when it straddles a block's end).
+_BLOCK_SHIFT = 16
 
 
 @dataclass(frozen=True)
@@ -35,6 +58,7 @@ class AddressedInput:
     files: int
     id_col: str
     text_col: str
+    local_files: bool = False
 
     def words_fit(self, input_rows: int) -> bool:
         """The bitmap words of any id set can be broadcast (at most one per 64 rows of each
@@ -53,6 +77,64 @@ class AddressedInput:
         )
         return grouped_input(texts)[0].transform(rows_of_words(words, members=True))
 
+    def side_texts(self, candidates: DataFrame, partitions: int) -> DataFrame | None:
+        """One row per side of each candidate pair (``doc_a``, ``doc_b``; each pair once):
+        ``doc_a``, ``doc_b``, ``side`` (0 for ``doc_a``'s text, 1 for ``doc_b``'s) and ``text``,
+        read by ``partitions`` tasks at the documents' addresses in the input files, in address
+        order. None when the files cannot be read so (not local, not Parquet, a column not at a
+        file's top level): :meth:`texts_of` then."""
+        files = self._readable_files() if self.local_files else None
+        if files is None:
+            return None
+        # built from Arrow: a DataFrame of Python rows would start Python workers to read them
+        numbers = from_arrow(
+            self.scan.sparkSession,
+            pa.table(
+                {
+                    FILE_PATH: pa.array(files.paths, pa.string()),
+                    FILE_NO: pa.array(range(len(files.paths)), pa.int32()),
+                }
+            ),
+        )
+        addresses = self.scan.select(F.col(self.id_col).alias(DOC_ID), FILE_PATH, ROW_INDEX).join(
+            F.broadcast(numbers), FILE_PATH
+        )
+        located = side_requests(candidates).join(
+            addresses.select(DOC_ID, FILE_NO, ROW_INDEX), DOC_ID
+        )
+        block = F.shiftright(F.col(ROW_INDEX), _BLOCK_SHIFT)
+        ordered = located.repartition(partitions, FILE_NO, block).sortWithinPartitions(
+            FILE_NO, ROW_INDEX
+        )
+        text_type = self.scan.select(self.text_col).schema.fields[0].dataType
+        carried = [DOC_A, DOC_B, SIDE]
+        schema = T.StructType(
+            [*(ordered.schema[name] for name in carried), T.StructField(TEXT, text_type, False)]
+        )
+        read = texts_at_addresses_fn(files, carried, to_arrow_type(text_type))
+        columns = [FILE_NO, ROW_INDEX, DOC_ID, *carried]
+        return ordered.select(*columns).mapInArrow(read, schema)
+
+    def _readable_files(self) -> AddressedFiles | None:
+        """The input's files as Spark names them in its addresses, with the id and text
+        columns' names in them, when each is a local Parquet file holding both at its top
+        level; else None."""
+        uris = sorted(row[0] for row in self.scan.select(FILE_PATH).distinct().collect())
+        names: set[tuple[str, str]] = set()
+        for uri in uris:
+            try:
+                schema = pq.read_schema(open_local_file(uri))
+            except (OSError, pa.ArrowException):
+                return None
+            found = (_column_named(schema, self.id_col), _column_named(schema, self.text_col))
+            if None in found:
+                return None
+            names.add(found)  # type: ignore[arg-type]
+        if len(names) != 1:  # the files name a column differently (case): read by Spark
+            return None
+        id_name, text_name = names.pop()
+        return AddressedFiles(tuple(uris), id_name, text_name, open_local_file)
+
     def rows_without(self, ids: DataFrame) -> DataFrame:
         """The input rows (its own columns) of the documents not in ``ids`` (column
         ``doc_id``)."""
@@ -65,4 +147,22 @@ def addressed_input(df: DataFrame, id_col: str, text_col: str) -> AddressedInput
     scan = with_addresses(df)
     if scan is None:
         return None
-    return AddressedInput(scan, len(df.inputFiles()), id_col, text_col)
+    files = df.inputFiles()
+    local = all(is_local(from_spark_uri(uri)) for uri in files)
+    return AddressedInput(scan, len(files), id_col, text_col, local)
+
+
+def open_local_file(uri: str) -> Any:
+    """A local file as Spark names it (``file:/data/my%20corpus/x.parquet``), memory-mapped."""
+    return pa.memory_map(local_path(from_spark_uri(uri)), "r")
+
+
+def _column_named(schema: pa.Schema, name: str) -> str | None:
+    """The top-level column of ``schema`` that Spark reads as ``name`` (its own spelling, else
+    the one column spelled so in another case), of a type verification reads; else None."""
+    matches = [field for field in schema if field.name == name] or [
+        field for field in schema if field.name.lower() == name.lower()
+    ]
+    if len(matches) != 1 or pa.types.is_nested(matches[0].type):
+        return None
+    return matches[0].name

@@ -71,6 +71,7 @@ from neardup_spark.stages.exact_copies import exact_copy_edges
 from neardup_spark.stages.verify import (
     hamming_scored,
     score_candidate_texts,
+    scored_side_texts,
     side_requests,
     verified,
 )
@@ -245,6 +246,12 @@ def near_duplicate_pairs(
     def verified_pairs() -> DataFrame:
         if config.method == "minhash":
             broadcast = sides <= BROADCAST_MAX_ROWS
+            side_texts = None
+            if addressed is not None and not broadcast and not callable(texts):
+                side_texts = addressed.side_texts(candidates, parts)
+            if side_texts is not None:
+                scored = side_texts.transform(scored_side_texts(config, partitions=parts))
+                return scored.transform(verified(config.threshold))
             if callable(texts):
                 docs = texts(candidates, broadcast)
             elif not broadcast and addressed and addressed.words_fit(counts["input_rows"]):

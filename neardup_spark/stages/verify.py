@@ -71,19 +71,22 @@ def side_requests(candidates: DataFrame) -> DataFrame:
     ).unionByName(candidates.select(F.col(DOC_B).alias(DOC_ID), DOC_A, DOC_B, F.lit(1).alias(SIDE)))
 
 
-def _paired_sides(
-    docs: DataFrame, candidates: DataFrame, broadcast: bool, partitions: int | None = None
-) -> DataFrame:
+def _paired_sides(docs: DataFrame, candidates: DataFrame, broadcast: bool) -> DataFrame:
     """``docs`` rows joined with the candidate pairs they are in, one row per (pair, side),
-    each pair's two rows together in one of ``partitions`` partitions (default: the shuffle
-    partitions) and sorted by (doc_a, doc_b, side). Without ``broadcast``, the join's own
-    shuffle takes the session's shuffle partitions (whatever its sides are repartitioned to)."""
+    each pair's two rows together and sorted by (doc_a, doc_b, side). Without ``broadcast``,
+    the join's own shuffle takes the session's shuffle partitions."""
     requests = side_requests(candidates)
     joined = docs.join(F.broadcast(requests) if broadcast else requests, DOC_ID)
+    return _paired_up(joined, None)
+
+
+def _paired_up(sides: DataFrame, partitions: int | None) -> DataFrame:
+    """Side rows -> each pair's two rows together in one of ``partitions`` partitions (default:
+    the shuffle partitions), sorted by (doc_a, doc_b, side)."""
     paired = (
-        joined.repartition(partitions, DOC_A, DOC_B)
+        sides.repartition(partitions, DOC_A, DOC_B)
         if partitions
-        else joined.repartition(DOC_A, DOC_B)
+        else sides.repartition(DOC_A, DOC_B)
     )
     return paired.sortWithinPartitions(DOC_A, DOC_B, SIDE)
 
@@ -107,17 +110,37 @@ def score_candidate_texts(
     ``normalized``: the texts are already normalised (the nightly index's). ``partitions``:
     of the shuffle that pairs the sides up (default: the session's shuffle partitions).
     """
+    score = scored_side_texts(config, normalized, partitions)
+
+    def transform(candidates: DataFrame) -> DataFrame:
+        requests = side_requests(candidates)
+        if broadcast_candidates:
+            requests = F.broadcast(requests)
+        sides = texts.select(DOC_ID, TEXT).join(requests, DOC_ID)
+        return sides.select(DOC_A, DOC_B, SIDE, TEXT).transform(score)
+
+    return transform
+
+
+def scored_side_texts(
+    config: DedupeConfig, normalized: bool = False, partitions: int | None = None
+) -> Callable[[DataFrame], DataFrame]:
+    """Side rows carrying texts -> their pairs scored as by :func:`score_candidate_texts`.
+
+    Input columns: ``doc_a``, ``doc_b``, ``side`` (0: the row holds ``doc_a``'s text, 1:
+    ``doc_b``'s), ``text``; one row per side of each pair. Output columns:
+    :func:`scored_schema`. The one shuffle brings each pair's two rows together, in one of
+    ``partitions`` partitions (default: the session's shuffle partitions), sorted so a scan
+    pairs them up, and their sets are computed there."""
     with_sets = sets_from_texts_fn(config, normalized)
 
     def score(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return score_sorted_sides(batches, with_sets)
 
-    def transform(candidates: DataFrame) -> DataFrame:
-        sides = _paired_sides(
-            texts.select(DOC_ID, TEXT), candidates, broadcast_candidates, partitions
-        )
-        schema = scored_schema(candidates.schema[DOC_A].dataType)
-        return sides.select(DOC_A, DOC_B, TEXT).mapInArrow(score, schema)
+    def transform(sides: DataFrame) -> DataFrame:
+        schema = scored_schema(sides.schema[DOC_A].dataType)
+        paired = _paired_up(sides, partitions).select(DOC_A, DOC_B, TEXT)
+        return paired.mapInArrow(score, schema)
 
     return transform
 

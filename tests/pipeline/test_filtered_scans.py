@@ -1,6 +1,7 @@
-"""Above the broadcast limit, verification reads the candidates' texts and ``deduplicated/``
-the kept rows through bitmap words over the input's addresses: the same outputs as the
-broadcast joins, and the same when the input is not a file scan (plain joins)."""
+"""Above the broadcast limit, verification reads the candidates' texts at their addresses in
+local Parquet files (through bitmap words over the addresses for other storage), and
+``deduplicated/`` the kept rows through bitmap words: the same outputs as the broadcast joins,
+and the same when the input is not a file scan (plain joins)."""
 
 from __future__ import annotations
 
@@ -40,26 +41,38 @@ def broadcast_run(spark, corpus, tmp_path_factory):
     return out, report
 
 
-def test_bitmap_filtered_scans_give_the_broadcast_outputs(
-    spark, corpus, broadcast_run, tmp_path, monkeypatch
+@pytest.mark.parametrize(
+    ("files_local", "reads"),
+    [(True, ["rows_without", "side_texts"]), (False, ["rows_without", "texts_of"])],
+    ids=["read-at-addresses", "bitmap-scan"],
+)
+def test_filtered_scans_give_the_broadcast_outputs(
+    spark, corpus, broadcast_run, tmp_path, monkeypatch, files_local, reads
 ):
+    """Local files: verification's tasks read the texts at their addresses; on other storage
+    (here: the files taken for remote) through the bitmap scan. The same outputs either way."""
     expected, expected_report = broadcast_run
     calls: list[str] = []
-    for name in ("texts_of", "rows_without"):
+    for name in ("texts_of", "rows_without", "side_texts"):
         original = getattr(filtered_scans.AddressedInput, name)
 
-        def recorded(self, ids, _original=original, _name=name):
-            calls.append(_name)
-            return _original(self, ids)
+        def recorded(self, *args, _original=original, _name=name):
+            result = _original(self, *args)
+            calls.append(_name if result is not None else f"{_name}: none")
+            return result
 
         monkeypatch.setattr(filtered_scans.AddressedInput, name, recorded)
+    if not files_local:
+        monkeypatch.setattr(filtered_scans, "is_local", lambda path: False)
     monkeypatch.setattr(steps, "BROADCAST_MAX_ROWS", 0)  # every id list is "too large"
     # and verification's shuffles sized by text: ~15 partitions here, not the session's
     monkeypatch.setattr(execution, "VERIFY_BYTES_PER_PARTITION", 16 * 1024)
     session_partitions = spark.conf.get("spark.sql.shuffle.partitions")
     report = run(spark, str(corpus), str(tmp_path / "out"), build_config(options=SPARK_STAGES))
     assert spark.conf.get("spark.sql.shuffle.partitions") == session_partitions  # restored
-    assert sorted(calls) == ["rows_without", "texts_of"]
+    if not files_local:
+        reads = [*reads, "side_texts: none"]
+    assert sorted(calls) == sorted(reads)
     assert report["counts"] == expected_report["counts"]
     for name in OUTPUTS:
         assert table_of(tmp_path / "out" / name) == table_of(expected / name), name
