@@ -45,3 +45,24 @@ def test_pair_jaccards_equal_set_jaccard_with_repeats_and_empty_rows() -> None:
     expected = [jaccard(np.unique(a), np.unique(b)) for a, b in zip(rows_a, rows_b, strict=True)]
     np.testing.assert_allclose(got, expected, rtol=0, atol=0)
     assert got[0] == 0.0 and got[1] == 1.0
+
+
+def test_pair_jaccards_of_long_and_patterned_rows() -> None:
+    """Rows of thousands of values, and values alike in their low or high bits (multiples of
+    2**40, consecutive integers), which a hash table must still tell apart."""
+    rng = np.random.default_rng(5)
+    patterns = [
+        lambda k: rng.integers(0, 4000, k).astype(np.uint64) << np.uint64(40),
+        lambda k: rng.integers(0, 4000, k).astype(np.uint64),
+        lambda k: rng.integers(0, 2**63, k, dtype=np.uint64) | np.uint64(1 << 63),
+    ]
+    rows_a, rows_b = [], []
+    for make in patterns:
+        for size in (1, 17, 700, 5000):
+            a = make(size)
+            rows_a.append(a)
+            rows_b.append(np.concatenate([a[: size // 2], make(size)]))
+    got = pair_jaccards(*_csr(rows_a), *_csr(rows_b))
+    expected = [jaccard(np.unique(a), np.unique(b)) for a, b in zip(rows_a, rows_b, strict=True)]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=0)
+    assert sum(0 < g < 1 for g in got) >= 8  # partial overlaps, not only 0 and 1
