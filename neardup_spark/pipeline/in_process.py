@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
 from neardup_spark.batch.documents import documents_columns_fn
+from neardup_spark.batch.row_group_reads import tasks_of
 from neardup_spark.columns import DOC_ID, TEXT
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
@@ -38,13 +39,14 @@ from neardup_spark.io.paths import local_path
 from neardup_spark.io.storage import storage_for
 from neardup_spark.runtime.engine import CLASSIC, engine_of, local_cores
 from neardup_spark.runtime.faults import batch_faults
-from neardup_spark.stages.documents import documents_schema
+from neardup_spark.stages.documents import documents_schema, features_of_row_groups
 
 # Rows per batch of the per-document function (the Spark path's Arrow batch size).
 _BATCH_ROWS = 2000
 _STRING_TYPES = {pa.string(): pa.string(), pa.large_string(): pa.string()}
 _TEXT_TYPES = {**_STRING_TYPES, pa.binary(): pa.binary(), pa.large_binary(): pa.binary()}
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+_NO_LIMIT = 1 << 62
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
 
@@ -160,9 +162,7 @@ def _fits(files: Iterable[pq.ParquetFile], columns: tuple[str, str], limits: Rea
         metadata = parquet.metadata
         rows += metadata.num_rows
         for group in range(metadata.num_row_groups):
-            row_group = metadata.row_group(group)
-            chunks = (row_group.column(i) for i in range(row_group.num_columns))
-            size += sum(c.total_uncompressed_size for c in chunks if c.path_in_schema in columns)
+            size += _columns_bytes(metadata.row_group(group), columns)
     return (
         len(text_types) == 1
         and rows > 0
@@ -237,6 +237,40 @@ def features_table(
     documents, features = read_and_sketch(local.paths, config, to_arrow_type(id_type), threads)
     schema = documents_schema(config, id_type, with_sets=False)
     return SketchedHere(features.cast(to_arrow_schema(schema)), documents if keep_texts else None)
+
+
+def features_in_tasks(
+    df: DataFrame, local: LocalInput, config: DedupeConfig, tasks: int
+) -> DataFrame | None:
+    """The per-document table of ``df``'s rows as ``tasks`` Spark tasks that read ``local``'s
+    files themselves, each a run of consecutive row groups of about equal bytes (no text
+    decoded by the JVM and handed to Python); None when the files cannot be read so
+    (:func:`_fits` without a size limit)."""
+    files = [pq.ParquetFile(path) for path in local.paths]
+    try:
+        columns = (config.id_col, config.text_col)
+        if not _fits(files, columns, ReadLimits(0, _NO_LIMIT)):
+            return None
+        row_groups = [
+            ((path, group), _columns_bytes(parquet.metadata.row_group(group), columns))
+            for path, parquet in zip(local.paths, files, strict=True)
+            for group in range(parquet.metadata.num_row_groups)
+        ]
+    finally:
+        for parquet in files:
+            parquet.close()
+    spark = df.sparkSession
+    runs = tasks_of(row_groups, tasks)
+    types = (df.schema[config.id_col].dataType, df.schema[config.text_col].dataType)
+    batch_rows = int(spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") or 10_000)
+    read = features_of_row_groups(config, runs, columns, types, batch_rows, batch_faults)
+    return spark.range(0, len(runs), 1, len(runs)).transform(read)
+
+
+def _columns_bytes(row_group: pq.RowGroupMetaData, columns: tuple[str, str]) -> int:
+    """The uncompressed bytes of ``columns`` in ``row_group``."""
+    chunks = (row_group.column(i) for i in range(row_group.num_columns))
+    return sum(c.total_uncompressed_size for c in chunks if c.path_in_schema in columns)
 
 
 def map_in_threads(fn: Callable[[_In], _Out], items: Iterable[_In], threads: int) -> list[_Out]:

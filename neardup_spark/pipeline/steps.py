@@ -44,6 +44,7 @@ from neardup_spark.pipeline.filtered_scans import AddressedInput
 from neardup_spark.pipeline.in_process import (
     LocalInput,
     SketchedHere,
+    features_in_tasks,
     features_table,
     input_fits,
 )
@@ -128,12 +129,16 @@ def document_table(
         return features, counts, here
     spark = df.sparkSession
     wait_for_id_check = run_alongside(spark, lambda: checked_ids(df, config.id_col))
-    if documents is None:
-        documents = as_documents(df, config.id_col, config.text_col)
-    docs = spread(documents, parts)
-    if features_of is None:
-        features_of = document_features(config, with_sets=False, before_batch=batch_faults)
-    features = docs.transform(features_of)
+    read: DataFrame | None = None
+    if local is not None and documents is None and features_of is None:
+        read = features_in_tasks(df, local, config, parts)  # the tasks read the files
+    if read is None:
+        if documents is None:
+            documents = as_documents(df, config.id_col, config.text_col)
+        if features_of is None:
+            features_of = document_features(config, with_sets=False, before_batch=batch_faults)
+        read = spread(documents, parts).transform(features_of)
+    features = read
     try:
         with timer.stage("sketch") as counted:
             features, counts = results.keep("sketch", features, metrics, BULK_STORAGE)

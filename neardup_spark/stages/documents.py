@@ -4,11 +4,12 @@ them apart."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
 
 from neardup_spark.batch import BatchFn, over_batches
 from neardup_spark.batch.documents import (
@@ -17,6 +18,7 @@ from neardup_spark.batch.documents import (
     fingerprinted_texts_fn,
 )
 from neardup_spark.batch.minhash import minhash_columns_fn
+from neardup_spark.batch.row_group_reads import RowGroup, row_groups_fn
 from neardup_spark.batch.text import text_columns_fn
 from neardup_spark.columns import (
     BAND_KEYS,
@@ -126,6 +128,34 @@ def document_features(
         schema = documents_schema(config, docs.schema[DOC_ID].dataType, with_sets)
         per_batch = _with_hook(documents_columns_fn(config, with_sets), before_batch)
         return docs.select(DOC_ID, TEXT).mapInArrow(over_batches(per_batch), schema)
+
+    return transform
+
+
+def features_of_row_groups(
+    config: DedupeConfig,
+    tasks: Sequence[Sequence[RowGroup]],
+    columns: tuple[str, str],
+    types: tuple[T.DataType, T.DataType],
+    batch_rows: int,
+    before_batch: Callable[[], None] | None = None,
+) -> Callable[[DataFrame], DataFrame]:
+    """Task numbers -> :func:`document_features` (without sets) of the documents in each
+    task's Parquet row groups, which the task reads itself, for ``df.transform``
+    (:mod:`~neardup_spark.batch.row_group_reads`).
+
+    Input column: ``id`` (task numbers, ``0 .. len(tasks) - 1``, one per partition). Output
+    columns: :func:`documents_schema` with ``doc_id`` of ``types[0]``. ``columns``: the id and
+    text columns in the files (``types``: as Spark reads them); ``batch_rows``: rows per batch
+    of the per-document function.
+    """
+
+    def transform(task_numbers: DataFrame) -> DataFrame:
+        schema = documents_schema(config, types[0], with_sets=False)
+        per_batch = _with_hook(documents_columns_fn(config, with_sets=False), before_batch)
+        arrow_types = (to_arrow_type(types[0]), to_arrow_type(types[1]))
+        read = row_groups_fn(tasks, columns, arrow_types, per_batch, batch_rows)
+        return task_numbers.mapInArrow(read, schema)
 
     return transform
 

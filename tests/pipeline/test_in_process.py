@@ -13,6 +13,7 @@ import pytest
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import CorpusSource
+from neardup_spark.pipeline import steps
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.pipeline.in_process import may_read_in_process
 from neardup_spark.quality.generate import generate_corpus
@@ -20,6 +21,8 @@ from tests.nightly.history import canonical, read
 from tests.odd_texts import ODD_ROWS, WORDS, assert_odd_counts, odd_rows_table
 
 SPARK_TASKS = {"driver_read_max_bytes": 0}
+# Too large to read here: the pass's Spark tasks read their row groups themselves.
+TASKS_READ = {"driver_read_max_bytes": 1}
 OUTPUTS = ("clusters", "pairs", "deduplicated")
 
 
@@ -73,7 +76,32 @@ def test_a_run_all_here_equals_the_spark_stages(runs):
         assert ours.equals(canonical(read(root / "out-spark-stages-tasks" / name))), name
 
 
-@pytest.mark.parametrize("options", [{}, SPARK_TASKS], ids=["here", "tasks"])
+@pytest.mark.parametrize("variant", ["minhash", "spark-stages", "simhash"])
+def test_tasks_reading_their_row_groups_equal_spark_tasks(spark, runs, variant, monkeypatch):
+    """Local Parquet too large for this process: the pass's Spark tasks read the files with
+    PyArrow (no text through the JVM), with the outputs and counts of Spark's own reads."""
+    root = runs["root"]
+    made = []
+    original = steps.features_in_tasks
+
+    def recorded(*args, **kwargs):
+        made.append(original(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(steps, "features_in_tasks", recorded)
+    method = "simhash" if variant == "simhash" else "minhash"
+    options = {**runs["variants"][variant], **TASKS_READ, "method": method}
+    out = root / f"out-{variant}-tasks-read"
+    report = run(spark, str(root / "in"), str(out), build_config(options=options))
+    assert len(made) == 1 and made[0] is not None
+    assert "sketch" not in report["stages_on_driver"]
+    assert report["counts"] == runs["reports"][variant, "tasks"]["counts"]
+    for name in OUTPUTS:
+        ours = canonical(read(out / name))
+        assert ours.equals(canonical(read(root / f"out-{variant}-tasks" / name))), name
+
+
+@pytest.mark.parametrize("options", [{}, SPARK_TASKS, TASKS_READ], ids=["here", "tasks", "read"])
 def test_bad_ids_are_refused_alike(spark, tmp_path, options):
     (tmp_path / "in").mkdir()
     ids = pa.array([1, 2, 2, 3, 3], pa.int64())
