@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup_spark.columns import BAND_KEY, BAND_KEYS, DOC_A, DOC_B, DOC_ID
-from neardup_spark.kernels.lsh import bucket_pairs
+from neardup_spark.kernels.lsh import bucket_pairs, shared_key_rows
 from neardup_spark.kernels.spark_partitions import partition_keys
 
 PART = "part"
@@ -70,8 +70,13 @@ def pairs_in_blocks_fn(
             id_parts.append(pc.list_flatten(batch.column(IDS)))
         if not keys_parts:
             return
+        all_keys = pa.chunked_array(keys_parts, pa.int64()).to_numpy()
+        shared = shared_key_rows(all_keys)
         entries = pa.table(
-            {BAND_KEY: pa.chunked_array(keys_parts), DOC_ID: pa.chunked_array(id_parts)}
+            {
+                BAND_KEY: all_keys[shared],
+                DOC_ID: pa.chunked_array(id_parts).take(pa.array(shared)),
+            }
         ).sort_by([(BAND_KEY, "ascending"), (DOC_ID, "ascending")])
         keys = entries.column(BAND_KEY).to_numpy()
         doc_a, doc_b = bucket_pairs(keys, entries.column(DOC_ID).combine_chunks(), all_pairs_max)

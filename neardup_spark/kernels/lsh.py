@@ -98,6 +98,23 @@ def band_keys(sketches: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return fmix64(acc).view(np.int64)
 
 
+def shared_key_rows(keys: np.ndarray) -> np.ndarray:
+    """The rows of ``keys`` whose key occurs more than once, grouped by key: the only entries
+    that can make a candidate pair (most band keys of a corpus are one document's alone, and
+    sorting only the others by key and id costs half of sorting all).
+
+    >>> shared_key_rows(np.array([7, 3, 9, 7, 3, 5])).tolist()
+    [1, 4, 0, 3]
+    """
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    same_as_next = np.zeros(len(keys), dtype=bool)
+    same_as_next[:-1] = ordered[1:] == ordered[:-1]
+    shared = same_as_next.copy()
+    shared[1:] |= same_as_next[:-1]
+    return order[shared]
+
+
 def bucket_pairs(keys: np.ndarray, ids: pa.Array, all_pairs_max: int) -> tuple[pa.Array, pa.Array]:
     """Entries sorted by (key, id) -> candidate pairs ``(doc_a, doc_b)`` of each key's run (an
     LSH bucket): all pairs of a bucket of up to ``all_pairs_max`` members, a star from its

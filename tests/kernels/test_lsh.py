@@ -44,3 +44,20 @@ def test_band_keys_equal_iff_band_equal():
 def test_band_keys_reject_too_many_bands():
     with pytest.raises(ValueError):
         band_keys(np.zeros((1, 10), dtype=np.uint32), 3, 4)
+
+
+def test_shared_key_rows_are_exactly_the_rows_of_repeated_keys_grouped_by_key():
+    from collections import Counter
+
+    from neardup_spark.kernels.lsh import shared_key_rows
+
+    rng = np.random.default_rng(11)
+    keys = rng.integers(-50, 50, 400).astype(np.int64)
+    keys[:5] = [np.iinfo(np.int64).min, np.iinfo(np.int64).max, 7, np.iinfo(np.int64).min, 999]
+    rows = shared_key_rows(keys)
+    counts = Counter(keys.tolist())
+    assert sorted(rows.tolist()) == [i for i, k in enumerate(keys) if counts[k] > 1]
+    grouped = keys[rows]
+    assert np.all(grouped[1:] >= grouped[:-1])  # by key, each key's rows together
+    assert rows.tolist() == sorted(rows.tolist(), key=lambda i: (keys[i], i))
+    assert shared_key_rows(np.array([5], np.int64)).size == 0
