@@ -53,17 +53,24 @@ def row_groups_fn(
 
 def tasks_of(row_groups: Sequence[tuple[RowGroup, int]], tasks: int) -> list[list[RowGroup]]:
     """Row groups (with their bytes) in order -> at most ``tasks`` runs of consecutive row
-    groups of about equal bytes (a row group is never split).
+    groups of about equal bytes (a row group is never split)."""
+    runs = tasks_of_sizes([size for _, size in row_groups], tasks)
+    return [[row_groups[i][0] for i in run] for run in runs]
 
-    >>> tasks_of([(("a", 0), 5), (("a", 1), 5), (("b", 0), 10)], 2)
-    [[('a', 0), ('a', 1)], [('b', 0)]]
+
+def tasks_of_sizes(sizes: Sequence[int], tasks: int) -> list[list[int]]:
+    """Items ``0 .. len(sizes) - 1`` in order, cut into at most ``tasks`` runs of about equal
+    total size (an item is never split).
+
+    >>> tasks_of_sizes([5, 5, 10], 2)
+    [[0, 1], [2]]
     """
-    total = sum(size for _, size in row_groups)
-    runs: list[list[RowGroup]] = [[] for _ in range(max(1, tasks))]
+    total = sum(sizes)
+    runs: list[list[int]] = [[] for _ in range(max(1, tasks))]
     done = 0
-    for unit, size in row_groups:
-        # the run whose share of the bytes this row group's middle falls in
+    for item, size in enumerate(sizes):
+        # the run whose share of the total this item's middle falls in
         index = min(len(runs) - 1, int((done + size / 2) * len(runs) / max(total, 1)))
-        runs[index].append(unit)
+        runs[index].append(item)
         done += size
     return [run for run in runs if run]

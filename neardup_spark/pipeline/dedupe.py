@@ -57,6 +57,7 @@ from neardup_spark.pipeline.steps import (
     verified_edges,
 )
 from neardup_spark.pipeline.tables import TABLES, TABLES_LAYOUT, OutputTables
+from neardup_spark.pipeline.task_copy import RemovedRows, copy_in_tasks
 from neardup_spark.runtime.faults import pause_if_asked
 from neardup_spark.runtime.session import keep_column_types, spark_section
 
@@ -78,6 +79,8 @@ class DedupeResult:
     # when made here too, see driver_pairs.DriverTables): written from here.
     clusters_table: pa.Table | None = field(default=None, repr=False)
     pairs_table: pa.Table | None = field(default=None, repr=False)
+    # The removed documents with the input's addresses, for deduplicated/ copied by tasks.
+    removed_rows: RemovedRows | None = field(default=None, repr=False)
 
     def release(self) -> None:
         for df in self.persisted:
@@ -156,6 +159,11 @@ def dedupe(
         write_pairs=pending,
         clusters_table=clusters_here,
         pairs_table=driver.pair_rows if driver is not None and pending else None,
+        removed_rows=(
+            RemovedRows(addressed, members, counts["removed"], counts["input_rows"])
+            if addressed is not None
+            else None
+        ),
     )
 
 
@@ -278,8 +286,8 @@ def run_locked(
     )
     keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
     with timer.stage("write"):
-        here = result.clusters_table is not None and isinstance(staged.storage, LocalStorage)
-        copy = rows_copy(df, local, config.id_col) if here else None
+        local_out = isinstance(staged.storage, LocalStorage)
+        copy = rows_copy(df, local, config.id_col) if local_out else None
         write_outputs(spark, result, staged, tables, copy, config.id_col)
     result.release()
     if workers_started:
@@ -330,15 +338,21 @@ def write_outputs(
     """``clusters/`` and ``deduplicated/`` staged as Parquet (and ``pairs/`` when dedupe()
     left it to be written here), or the three tables written (pairs from the staged
     Parquet). ``copy``: ``deduplicated/`` is copied from the input files by this process
-    (:mod:`~neardup_spark.pipeline.local_output`; ``id_col`` names their id column)."""
+    (:mod:`~neardup_spark.pipeline.local_output`; ``id_col`` names their id column) when
+    the clusters are a table here, else by Spark tasks (:mod:`.task_copy`) when they can."""
     if tables is None:
         table = result.clusters_table
 
         def write_deduplicated() -> None:
+            name = "deduplicated"
             if copy is not None and table is not None:
-                write_rows_without(copy, id_col, removed_ids(table), staged, "deduplicated")
-            else:
-                result.deduplicated.write.mode("overwrite").parquet(staged.child("deduplicated"))
+                write_rows_without(copy, id_col, removed_ids(table), staged, name)
+            elif not (
+                copy is not None
+                and result.removed_rows is not None
+                and copy_in_tasks(result.removed_rows, copy, staged, name)
+            ):
+                result.deduplicated.write.mode("overwrite").parquet(staged.child(name))
 
         def write_clusters() -> None:
             if table is not None:

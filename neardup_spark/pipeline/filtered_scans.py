@@ -83,7 +83,7 @@ class AddressedInput:
         read by ``partitions`` tasks at the documents' addresses in the input files, in address
         order. None when the files cannot be read so (not local, not Parquet, a column not at a
         file's top level): :meth:`texts_of` then."""
-        files = self._readable_files() if self.local_files else None
+        files = self.readable_files()
         if files is None:
             return None
         # built from Arrow: a DataFrame of Python rows would start Python workers to read them
@@ -115,10 +115,12 @@ class AddressedInput:
         columns = [FILE_NO, ROW_INDEX, DOC_ID, *carried]
         return ordered.select(*columns).mapInArrow(read, schema)
 
-    def _readable_files(self) -> AddressedFiles | None:
+    def readable_files(self) -> AddressedFiles | None:
         """The input's files as Spark names them in its addresses, with the id and text
         columns' names in them, when each is a local Parquet file holding both at its top
         level; else None."""
+        if not self.local_files:
+            return None
         uris = sorted(row[0] for row in self.scan.select(FILE_PATH).distinct().collect())
         names: set[tuple[str, str]] = set()
         for uri in uris:

@@ -5,6 +5,7 @@ it copies; Spark writes ``deduplicated/`` when it would not write the files' own
 from __future__ import annotations
 
 import datetime
+import importlib
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +21,11 @@ from neardup_spark.quality.generate import generate_corpus
 from tests.nightly.history import canonical, read
 from tests.spark_state import session_conf
 
+# The module (the package's ``dedupe`` attribute is the function).
+dedupe_module = importlib.import_module("neardup_spark.pipeline.dedupe")
 N = 240
+# Pairs and clusters found by the Spark stages (not tables of this process).
+STAGES = {"driver_max_docs": 0}
 
 
 def typed_table(n: int = N) -> pa.Table:
@@ -78,6 +83,59 @@ def test_a_copy_here_equals_sparks_write(spark, tmp_path):
     }
     assert names["here"] == ["part-00000.parquet", "part-00001.parquet"]
     assert all("-c000" in name for name in names["spark"])
+
+
+def test_a_copy_by_tasks_equals_sparks_write(spark, tmp_path, monkeypatch):
+    """Clusters found in Spark jobs (not a table here): Spark tasks copy the files, a file
+    each, less the removed rows, found at their addresses; the rows and schema Spark writes."""
+    path = write_input(tmp_path, typed_table())
+    copied = []
+    original = dedupe_module.copy_in_tasks
+
+    def recorded(*args):
+        copied.append(original(*args))
+        return copied[-1]
+
+    monkeypatch.setattr(dedupe_module, "copy_in_tasks", recorded)
+    outs = {}
+    for way, options in (("tasks", {}), ("spark", {"driver_read_max_bytes": 0})):
+        outs[way] = tmp_path / way
+        report = run(spark, path, str(outs[way]), build_config(options={**options, **STAGES}))
+        assert report["counts"]["removed"] > 0
+    assert copied == [True]  # the Spark-read run has no files this process reads
+    here, by_spark = read(outs["tasks"] / "deduplicated"), read(outs["spark"] / "deduplicated")
+    assert canonical(here).equals(canonical(by_spark))
+    assert here.schema.remove_metadata() == by_spark.schema.remove_metadata()
+    names = sorted(p.name for p in (outs["tasks"] / "deduplicated").glob("part-*"))
+    assert names == ["part-00000.parquet", "part-00001.parquet"]
+
+
+def test_a_copy_by_tasks_refuses_a_changed_input(spark, tmp_path):
+    """A file rewritten between the run's read and its copy (ids moved): an error, not rows
+    dropped at the wrong places."""
+    from neardup_spark.batch.addressed_texts import FILE_NO, ROW_INDEX
+    from neardup_spark.batch.row_copies import TASK, FileCopies, copy_files_fn
+
+    table = typed_table(40)
+    pq.write_table(table, tmp_path / "a.parquet", row_group_size=10)
+    copies = FileCopies(
+        (str(tmp_path / "a.parquet"),), ((0,),), "id", table.schema, "snappy", str(tmp_path)
+    )
+    rows = pa.RecordBatch.from_pydict(
+        {
+            TASK: pa.array([0, None, None], pa.int32()),
+            FILE_NO: pa.array([-1, 0, 0], pa.int32()),
+            ROW_INDEX: pa.array([-1, 13, 3], pa.int64()),
+            "doc_id": pa.array([None, 13 * 7, 3 * 7], pa.int64()),
+        }
+    )
+    (summary,) = copy_files_fn(copies)([rows])
+    assert summary.to_pylist() == [{FILE_NO: 0, "copied": 38, "dropped": 2}]
+    copied = pq.read_table(tmp_path / "part-00000.parquet")
+    assert sorted(copied.column("id").to_pylist()) == [i * 7 for i in range(40) if i not in (3, 13)]
+    moved = rows.set_column(3, "doc_id", pa.array([None, 13 * 7, 4 * 7], pa.int64()))
+    with pytest.raises(RuntimeError, match="input changed during the run"):
+        list(copy_files_fn(copies)([moved]))
 
 
 @pytest.mark.parametrize(
