@@ -86,22 +86,8 @@ class AddressedInput:
         files = self.readable_files()
         if files is None:
             return None
-        # built from Arrow: a DataFrame of Python rows would start Python workers to read them
-        numbers = from_arrow(
-            self.scan.sparkSession,
-            pa.table(
-                {
-                    FILE_PATH: pa.array(files.paths, pa.string()),
-                    FILE_NO: pa.array(range(len(files.paths)), pa.int32()),
-                }
-            ),
-        )
-        addresses = self.scan.select(F.col(self.id_col).alias(DOC_ID), FILE_PATH, ROW_INDEX).join(
-            F.broadcast(numbers), FILE_PATH
-        )
-        located = side_requests(candidates).join(
-            addresses.select(DOC_ID, FILE_NO, ROW_INDEX), DOC_ID
-        )
+        addresses = self.numbered_addresses(files)
+        located = side_requests(candidates).join(addresses, DOC_ID)
         block = F.shiftright(F.col(ROW_INDEX), _BLOCK_SHIFT)
         ordered = located.repartition(partitions, FILE_NO, block).sortWithinPartitions(
             FILE_NO, ROW_INDEX
@@ -114,6 +100,28 @@ class AddressedInput:
         read = texts_at_addresses_fn(files, carried, to_arrow_type(text_type))
         columns = [FILE_NO, ROW_INDEX, DOC_ID, *carried]
         return ordered.select(*columns).mapInArrow(read, schema)
+
+    def numbered_addresses(
+        self, files: AddressedFiles, per_file: dict[str, pa.Array] | None = None
+    ) -> DataFrame:
+        """Every input row's ``doc_id`` and address as ``_neardup_file_no`` (its file's place in
+        ``files.paths``) and ``_neardup_row``, with ``per_file``'s columns (a value per file)."""
+        # built from Arrow: a DataFrame of Python rows would start Python workers to read them
+        numbers = from_arrow(
+            self.scan.sparkSession,
+            pa.table(
+                {
+                    FILE_PATH: pa.array(files.paths, pa.string()),
+                    FILE_NO: pa.array(range(len(files.paths)), pa.int32()),
+                    **(per_file or {}),
+                }
+            ),
+        )
+        return (
+            self.scan.select(F.col(self.id_col).alias(DOC_ID), FILE_PATH, ROW_INDEX)
+            .join(F.broadcast(numbers), FILE_PATH)
+            .drop(FILE_PATH)
+        )
 
     def readable_files(self) -> AddressedFiles | None:
         """The input's files as Spark names them in its addresses, with the id and text

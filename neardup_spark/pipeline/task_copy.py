@@ -38,7 +38,6 @@ from neardup_spark.kernels.spark_partitions import partition_keys
 from neardup_spark.pipeline.filtered_scans import AddressedInput
 from neardup_spark.pipeline.local_output import RowsCopy
 from neardup_spark.runtime.engine import default_parallelism, from_arrow
-from neardup_spark.stages.addresses import FILE_PATH
 
 _PART = "_neardup_part"
 # Copying tasks per core: whole files each, so a few per core even out files of unlike sizes.
@@ -83,19 +82,8 @@ def copy_in_tasks(source: RemovedRows, copy: RowsCopy, staged: OutputDir, name: 
         local_path(target),
     )
     id_type = source.addressed.scan.select(source.addressed.id_col).schema.fields[0].dataType
-    numbers = from_arrow(
-        spark,
-        pa.table(
-            {
-                FILE_PATH: pa.array(files.paths, pa.string()),
-                FILE_NO: pa.array(range(len(paths)), pa.int32()),
-                _PART: pa.array(routes[task_of_file], pa.int32()),
-            }
-        ),
-    )
-    addresses = source.addressed.scan.select(
-        F.col(source.addressed.id_col).alias(DOC_ID), FILE_PATH, ROW_INDEX
-    ).join(F.broadcast(numbers), FILE_PATH)
+    parts = pa.array(routes[task_of_file], pa.int32())
+    addresses = source.addressed.numbered_addresses(files, {_PART: parts})
     removed = source.members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(DOC_ID)
     columns = [_PART, TASK, FILE_NO, ROW_INDEX, DOC_ID]
     located = (
