@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from neardup_spark.bench.cli_nights import format_cli_nights
-from neardup_spark.bench.ratios import TIME_REFERENCES
+from neardup_spark.bench.ratios import TIME_REFERENCES, growth_exponent
 from neardup_spark.bench.settings import BenchSettings, bench_command
 from neardup_spark.quality.tables import markdown_table
 
@@ -85,7 +85,8 @@ def main_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def stage_table(rows: Sequence[dict[str, Any]]) -> str:
-    """``report.json`` ``stage_seconds`` of the neardup rows, one column per stage."""
+    """``report.json`` ``stage_seconds`` of the neardup rows, one column per stage; after a
+    row's second and later sizes, each stage's growth exponent from the row's previous size."""
     with_stages = [r for r in rows if r.get("stage_seconds")]
     if not with_stages:
         return ""
@@ -93,16 +94,24 @@ def stage_table(rows: Sequence[dict[str, Any]]) -> str:
     for r in with_stages:
         stages += [s for s in r["stage_seconds"] if s not in stages]
     headers = ["docs", "row", *stages, "sum", "work s"]
-    cells = [
-        [
-            _fmt(r["docs"]),
-            str(r["row"]),
-            *(_fmt(r["stage_seconds"].get(s), 1) for s in stages),
-            _fmt(float(sum(r["stage_seconds"].values())), 1),
-            _fmt(r.get("work_seconds"), 1),
-        ]
-        for r in with_stages
-    ]
+
+    def timings(r: dict[str, Any]) -> list[float | None]:
+        seconds = r["stage_seconds"]
+        total = float(sum(seconds.values()))
+        return [*(seconds.get(s) for s in stages), total, r.get("work_seconds")]
+
+    cells = []
+    for i, r in enumerate(with_stages):
+        cells.append([_fmt(r["docs"]), str(r["row"]), *(_fmt(t, 1) for t in timings(r))])
+        before = [p for p in with_stages[:i] if p["row"] == r["row"] and p["docs"] < r["docs"]]
+        if before:
+            n1, t1 = before[-1]["docs"], timings(before[-1])
+            exponents = [
+                growth_exponent(n1, a, r["docs"], b) for a, b in zip(t1, timings(r), strict=True)
+            ]
+            cells.append(
+                ["", f"growth from {n1:,}", *("-" if e is None else f"{e:.2f}" for e in exponents)]
+            )
     return markdown_table(headers, cells, right={0, *range(2, len(headers))})
 
 
@@ -223,7 +232,12 @@ def format_markdown(results: dict[str, Any], heading: bool = True) -> str:
         lines += ["", "Work seconds against a reference row:", *boilerplate]
     stages = stage_table(results.get("rows", []))
     if stages:
-        lines += ["", "neardup stage seconds (report.json):", "", stages]
+        lines += [
+            "",
+            "neardup stage seconds (report.json), with each stage's growth exponent between sizes:",
+            "",
+            stages,
+        ]
     scale = scale_table(results.get("rows", []))
     if scale:
         lines += [

@@ -170,3 +170,29 @@ def test_a_docs_page_says_when_where_and_how_it_was_measured(tmp_path):
     )
     assert page.endswith("| a |\n|---|\n")
     assert docs_page("T", machine, "c", "body\n\n").endswith("Command: `c`\n\nbody\n")
+
+
+def test_stage_table_gives_each_stages_growth_between_sizes():
+    from neardup_spark.bench.tables import stage_table
+
+    rows = [
+        {
+            "docs": 1_000,
+            "row": "neardup-minhash",
+            "work_seconds": 10.0,
+            "stage_seconds": {"sketch": 4.0, "verify": 6.0},
+        },
+        {"docs": 1_000, "row": "other", "work_seconds": 1.0, "stage_seconds": {"sketch": 1.0}},
+        {
+            "docs": 10_000,
+            "row": "neardup-minhash",
+            "work_seconds": 100.0,
+            "stage_seconds": {"sketch": 40.0, "verify": 60.0 * 10**0.1},
+        },
+    ]
+    lines = stage_table(rows).splitlines()
+    growth = [line for line in lines if "growth from 1,000" in line]
+    assert len(growth) == 1  # the other row has one size
+    cells = [c.strip() for c in growth[0].strip("|").split("|")]
+    assert cells[2:] == ["1.00", "1.10", "1.06", "1.00"]  # sketch, verify, sum, work s
+    assert lines.index(growth[0]) == len(lines) - 1  # right after the larger size's row
