@@ -5,11 +5,13 @@ is broadcast to the input scan. Above that, a join would shuffle every text of t
 when the input is a Parquet scan, the set goes through the documents' addresses instead.
 ``deduplicated/`` keeps or drops each input row by a bitmap word
 (:mod:`neardup_spark.stages.addresses`), so only ids travel through a shuffle. Verification
-locates each side of each candidate pair at its address and, when the files are local Parquet
-(which every executor reads, as Spark does), its tasks read the texts there in address order
-(:mod:`neardup_spark.batch.addressed_texts`): each candidate's text read once, and one shuffle
-of texts, the one that brings a pair's sides together, as below the limit (a join by id would
-shuffle the candidates' texts once more). Else it reads them through the bitmap words too.
+over local Parquet files (which every executor reads, as Spark does) locates each side of each
+candidate pair at its address, whatever their number, and its tasks read the texts there in
+address order (:mod:`neardup_spark.batch.addressed_texts`): each candidate's text read once,
+and one shuffle of texts, the one that brings a pair's sides together, as with a broadcast (a
+join by id would shuffle the candidates' texts once more); at 1M pages as fast as the
+broadcast join, and no step in cost at the broadcast limit. On other storage, above the limit,
+it reads them through the bitmap words.
 """
 
 from __future__ import annotations

@@ -78,6 +78,27 @@ def test_filtered_scans_give_the_broadcast_outputs(
         assert table_of(tmp_path / "out" / name) == table_of(expected / name), name
 
 
+def test_below_the_limit_verification_reads_local_files_at_addresses_too(
+    spark, corpus, broadcast_run, tmp_path, monkeypatch
+):
+    """Local Parquet: the texts are read at their addresses whatever the number of candidates
+    (no step in cost at the broadcast limit); the same outputs."""
+    expected, expected_report = broadcast_run
+    read = []
+    original = filtered_scans.AddressedInput.side_texts
+
+    def recorded(self, *args):
+        read.append(original(self, *args))
+        return read[-1]
+
+    monkeypatch.setattr(filtered_scans.AddressedInput, "side_texts", recorded)
+    report = run(spark, str(corpus), str(tmp_path / "out"), build_config(options=SPARK_STAGES))
+    assert len(read) == 1 and read[0] is not None
+    assert report["counts"] == expected_report["counts"]
+    for name in OUTPUTS:
+        assert table_of(tmp_path / "out" / name) == table_of(expected / name), name
+
+
 def test_without_addresses_the_joins_give_the_same_outputs(
     spark, corpus, broadcast_run, monkeypatch
 ):
