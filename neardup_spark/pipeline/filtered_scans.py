@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -96,7 +97,7 @@ class AddressedInput:
         read by ``partitions`` tasks at the documents' addresses in the input files, in address
         order. None when the files cannot be read so (not local, not Parquet, a column not at a
         file's top level): :meth:`texts_of` then."""
-        files = self.readable_files()
+        files = self.readable_files
         if files is None:
             return None
         addresses = self.numbered_addresses(files)
@@ -136,10 +137,12 @@ class AddressedInput:
             .drop(FILE_PATH)
         )
 
+    @cached_property
     def readable_files(self) -> AddressedFiles | None:
         """The input's files as Spark names them in its addresses, with the id and text
         columns' names in them, when each is a local Parquet file holding both at its top
-        level; else None."""
+        level; else None. Found once (a Spark job and every file's footer), for verification
+        and ``deduplicated/`` alike."""
         if not self.local_files:
             return None
         uris = sorted(row[0] for row in self.id_scan.select(FILE_PATH).distinct().collect())

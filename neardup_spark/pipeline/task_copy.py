@@ -59,7 +59,7 @@ def copy_in_tasks(source: RemovedRows, copy: RowsCopy, staged: OutputDir, name: 
     """The input's rows less the removed documents' written under ``staged/name`` by Spark
     tasks (module docstring); False, having written nothing, when the input's files are fewer
     than the cores or cannot be read so."""
-    files = source.addressed.readable_files()
+    files = source.addressed.readable_files
     spark = source.members.sparkSession
     cores = default_parallelism(spark)
     if files is None or len(files.paths) < cores:
