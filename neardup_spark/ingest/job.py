@@ -69,7 +69,10 @@ CORPUS_DIR = "corpus"
 SKIPPED_DIR = "_skipped"
 SUMMARY_FILE = "_summary.json"
 INGEST_LAYOUT = OutputLayout(
-    committed=(SKIPPED_DIR, SUMMARY_FILE), kind="ingest", data_dir=CORPUS_DIR
+    committed=(SKIPPED_DIR, SUMMARY_FILE),
+    kind="ingest",
+    data_dir=CORPUS_DIR,
+    legacy_proof=SUMMARY_FILE,
 )
 # Above this many repeated ids the join that marks them is not broadcast.
 BROADCAST_MAX_IDS = 1_000_000
@@ -327,7 +330,7 @@ def ingest(
     out = OutputDir(spark, output, INGEST_LAYOUT)
     with out.locked(lock_timeout):
         out.prepare(overwrite)
-        staged = out.staging(_run_id())
+        staged = out.claim_staging(_run_id())
         log.info("ingesting %d files (%d bytes)", len(files), sum(f.size for f in files))
         records = read_records(spark, files, options)
         try:

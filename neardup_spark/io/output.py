@@ -25,7 +25,18 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from neardup_spark.errors import UserError
-from neardup_spark.io.lease import LOCK_FILE, Lease, hold_lease, is_lease_entry
+from neardup_spark.io.filesystem import Storage, join
+from neardup_spark.io.lease import LOCK_FILE, Lease, hold_lease
+from neardup_spark.io.ownership import (
+    OWNERSHIP_FILE,
+    Ownership,
+    claimed_before,
+    describe,
+    directory_tree,
+    read_ownership,
+    unproven_entries,
+    write_ownership,
+)
 from neardup_spark.io.paths import check_writable, for_hadoop
 from neardup_spark.io.storage import storage_for
 
@@ -56,6 +67,9 @@ class OutputLayout:
     data_dir: str | None = None
     # The manifest's name: ``_manifest.json`` where OUTPUT is a dataset, so readers skip it.
     manifest: str = MANIFEST_FILE
+    # The JSON file by which a finished run of a version without the ownership record is
+    # known (default: the manifest).
+    legacy_proof: str | None = None
 
     def is_data_file(self, name: str) -> bool:
         """A file of the dataset at OUTPUT (``part-*``) in a layout with a ``data_dir``."""
@@ -64,20 +78,34 @@ class OutputLayout:
         )
 
     @property
-    def known_entries(self) -> frozenset[str]:
-        """What a run of ours may leave in OUTPUT (besides data files); anything else there
-        means the path is someone else's."""
-        return frozenset(
-            {
-                *self.committed,
-                *self.extra,
-                SUCCESS_MARKER,
-                CHECKPOINT_DIR,
-                STAGING_DIR,
-                LOCK_FILE,
-                self.manifest,
-            }
+    def top_names(self) -> tuple[str, ...]:
+        """What a run of ours may leave at OUTPUT's top level (besides data files)."""
+        return (
+            *self.committed,
+            *self.extra,
+            SUCCESS_MARKER,
+            CHECKPOINT_DIR,
+            STAGING_DIR,
+            LOCK_FILE,
+            self.manifest,
+            OWNERSHIP_FILE,
         )
+
+    def legacy_ownership(self, files: list[str]) -> Ownership:
+        """What a finished OUTPUT written before the ownership record proves the job wrote:
+        Spark's files (``part-*``, ``_SUCCESS``, their checksums) under the names this layout
+        commits, and its own files at the top."""
+        spark_file = (DATA_FILE_PREFIX, "." + DATA_FILE_PREFIX, SUCCESS_MARKER, "._SUCCESS")
+        ours = set()
+        for rel in files:
+            head, _, name = rel.rpartition("/")
+            top = rel.split("/", 1)[0]
+            own_file = name in (self.manifest, SUCCESS_MARKER) or "." in name  # report.json
+            at_top = (own_file and name in self.top_names) or self.is_data_file(name)
+            below = top in (*self.committed, *self.extra) and name.startswith(spark_file)
+            if (at_top and not head) or (below and head):
+                ours.add(rel)
+        return Ownership(self.kind, None, ours, set())
 
 
 # A dedupe run's output contract (and a nightly run's, which adds changed_clusters/).
@@ -99,6 +127,8 @@ class OutputDir:
         self._spark = spark
         self.storage = storage_for(spark, self.path)
         self.lease: Lease | None = None  # held by :meth:`locked`, checked by :meth:`commit`
+        # What the job wrote here (:meth:`prepare` claims OUTPUT, :meth:`commit` records).
+        self.ownership: Ownership | None = None
 
     def child(self, name: str) -> str:
         return self.path.rstrip("/") + "/" + name
@@ -135,33 +165,85 @@ class OutputDir:
             raise UserError(f"output {self.path} exists and is a file")
 
     def prepare(self, overwrite: bool, clear_staging: bool = True) -> None:
-        """Check OUTPUT may be written: refuse a finished run unless ``overwrite``, refuse a
-        directory holding files a run of ours would not write, and clear a stale staging area
-        (unless ``clear_staging`` is False: a resumable run decides what to keep of it).
+        """Check OUTPUT may be written and claim it: refuse anything there the job cannot
+        prove it wrote (:mod:`~neardup_spark.io.ownership`: a user's files under any name,
+        the job's names included), refuse a finished run unless ``overwrite``, write the
+        ownership record, and clear a stale staging area (unless ``clear_staging`` is False: a
+        resumable run decides what to keep of it).
 
         Nothing of a previous run is deleted here: new outputs are staged and replace the old
         ones only at :meth:`commit`, so a run killed at any point leaves them as they were.
         """
         self._refuse_a_file()
-        foreign = sorted(
-            e
-            for e in set(self.entries()) - self.layout.known_entries
-            if not self.layout.is_data_file(e) and not is_lease_entry(e)
-        )
-        if foreign:
+        ownership = self._ownership()
+        unproven = unproven_entries(self.storage, self.path, ownership)
+        if unproven:
             raise UserError(
-                f"output {self.path} exists and holds files this job did not write "
-                f"({', '.join(foreign[:5])}); choose an empty or new directory"
+                f"output {self.path} holds files this job did not write: "
+                f"{describe(unproven)}. Nothing was changed: the job deletes or replaces only "
+                "what a run of it wrote (--overwrite too); move them away or choose an empty "
+                "or new directory"
             )
         if self.exists(SUCCESS_MARKER) and not overwrite:
             raise UserError(
                 f"output {self.path} already holds a finished {self.layout.kind}; pass "
                 "--overwrite to replace it"
             )
+        self.ownership = ownership
+        write_ownership(self.storage, self.path, ownership)
         for stale in (STAGING_DIR, CHECKPOINT_DIR) if clear_staging else (CHECKPOINT_DIR,):
             if self.exists(stale):
                 log.info("removing %s left by an unfinished run", self.child(stale))
                 self.delete(stale)
+
+    def _ownership(self) -> Ownership:
+        """OUTPUT's ownership record; for a finished OUTPUT of a version without one, what
+        its layout proves; else an empty record (a file named as the record that is not
+        the job's is then an entry the job cannot prove it wrote)."""
+        found = claimed_before(self.storage, self.path)
+        if found is not None:
+            return found
+        if self._finished_by_an_earlier_version():
+            return self.layout.legacy_ownership(directory_tree(self.storage, self.path)[0])
+        return Ownership(self.layout.kind)
+
+    def _finished_by_an_earlier_version(self) -> bool:
+        """``_SUCCESS`` beside the run's manifest (a JSON object naming its run id or the
+        version that wrote it): a finished run of a version without the ownership record."""
+        if not self.exists(SUCCESS_MARKER):
+            return False
+        try:
+            proof = self.read_json(self.layout.legacy_proof or self.layout.manifest)
+        except (ValueError, TypeError):
+            return False
+        return "run_id" in proof or "neardup_spark_version" in proof
+
+    def claim_staging(self, run_id: str) -> OutputDir:
+        """The directory the run ``run_id`` writes into before :meth:`commit`, recorded as
+        the job's before anything goes there."""
+        ownership = self._claimed()
+        ownership.run_id = run_id
+        ownership.dirs.add(f"{STAGING_DIR}/{run_id}")
+        write_ownership(self.storage, self.path, ownership)
+        return self.staging(run_id)
+
+    def drop_staging(self, run_id: str) -> None:
+        """Delete the staging directory of the unfinished run ``run_id`` (the job's)."""
+        ownership = self._claimed()
+        rel = f"{STAGING_DIR}/{run_id}"
+        if not ownership.proves_dir(rel):
+            raise UserError(f"{self.child(rel)} was not written by this job; it is left in place")
+        self.delete(rel)
+        ownership.dirs.discard(rel)
+        write_ownership(self.storage, self.path, ownership)
+
+    def _claimed(self) -> Ownership:
+        """The record :meth:`prepare` wrote (read back for an OutputDir made afresh)."""
+        if self.ownership is None:
+            self.ownership = read_ownership(self.storage, self.path)
+        if self.ownership is None:
+            raise UserError(f"output {self.path} was not prepared by this run")
+        return self.ownership
 
     def child_dir(self, name: str) -> OutputDir:
         """A directory inside this one, with the same layout (for listing it)."""
@@ -194,9 +276,21 @@ class OutputDir:
                 "Spark Connect, give an OUTPUT that the client and the server both see at the "
                 "same path (an absolute path on a shared file system, or an object store)"
             )
+        ownership = self._claimed()
+        replaced = (*self.layout.committed, self.layout.manifest, *self.layout.extra)
+        unproven = unproven_entries(self.storage, self.path, ownership)
+        if unproven:  # put there while the run ran
+            raise UserError(
+                f"output {self.path} holds files this job did not write: "
+                f"{describe(unproven)}; OUTPUT was not changed. Move them away and run again"
+            )
+        placed = self._placed_files(staged)
+        top = {self.layout.manifest, SUCCESS_MARKER} if manifest is not None else {SUCCESS_MARKER}
+        ownership.files |= placed | top  # listed before they exist: a kill leaves them covered
+        write_ownership(self.storage, self.path, ownership)
         if self.exists(SUCCESS_MARKER):
             self.delete(SUCCESS_MARKER)
-        for name in (*self.layout.committed, self.layout.manifest, *self.layout.extra):
+        for name in replaced:
             if self.exists(name):
                 self.delete(name)
         for name in self.entries():  # the previous dataset's files
@@ -216,13 +310,48 @@ class OutputDir:
             self.write_json(self.layout.manifest, manifest)
         self.mark_success()
         self.delete(STAGING_DIR)
+        ownership.files = placed | top
+        ownership.dirs = set()
+        write_ownership(self.storage, self.path, ownership)
+
+    def _placed_files(self, staged: OutputDir) -> set[str]:
+        """The files the commit moves from ``staged`` into OUTPUT, as OUTPUT's paths."""
+        files = directory_tree(staged.storage, staged.path)[0]
+        placed = {f for f in files if f.split("/", 1)[0] in self.layout.committed}
+        data_dir = self.layout.data_dir
+        if data_dir is not None:
+            for rel in files:
+                head, _, name = rel.rpartition("/")
+                if head == data_dir and self.layout.is_data_file(name):
+                    placed.add(name)
+        return placed
+
+    def record_written(self, name: str) -> None:
+        """Record the file ``name`` at OUTPUT's top level as the job's (report.html, written
+        after the commit)."""
+        ownership = self._claimed()
+        if name not in ownership.files:
+            ownership.files.add(name)
+            write_ownership(self.storage, self.path, ownership)
 
     def finished_manifest(self) -> dict[str, Any] | None:
-        """The ``manifest.json`` of a finished run in OUTPUT (``{}`` if it has none), else None."""
+        """The ``manifest.json`` of a finished run of the job in OUTPUT (``{}`` if it has
+        none), else None: also where ``_SUCCESS`` or the manifest is not the job's."""
         if not self.exists(SUCCESS_MARKER):
             return None
         name = self.layout.manifest
-        return self.read_json(name) if self.exists(name) else {}
+        try:
+            record = claimed_before(self.storage, self.path)
+        except UserError:
+            return None
+        if record is None and not self._finished_by_an_earlier_version():
+            return None
+        if record is not None and not (record.proves(SUCCESS_MARKER) and record.proves(name)):
+            return None if self.exists(name) or not record.proves(SUCCESS_MARKER) else {}
+        try:
+            return self.read_json(name) if self.exists(name) else {}
+        except (ValueError, TypeError):
+            return None
 
     def read_json(self, name: str) -> dict[str, Any]:
         """A JSON object written by :meth:`write_json` (``{}`` when the file is missing)."""
@@ -247,3 +376,23 @@ class OutputDir:
 
     def mark_success(self) -> None:
         self.write_text(SUCCESS_MARKER, "")
+
+
+def write_beside_run(storage: Storage, output: str, name: str, data: bytes) -> None:
+    """Write ``OUTPUT/name`` beside a finished run (``report.html``), replacing only a file the
+    job wrote there (:class:`UserError` otherwise), and record it as the job's. Without an
+    ownership record, only a finished run's own file (an earlier version's run) is replaced."""
+    path = join(output, name)
+    ownership = read_ownership(storage, output)
+    if storage.exists(path):
+        mine = (
+            ownership.proves(name)
+            if ownership is not None
+            else storage.exists(join(output, SUCCESS_MARKER))
+        )
+        if not mine:
+            raise UserError(f"{path} was not written by this job; it is left in place")
+    storage.write_bytes(path, data)
+    if ownership is not None:
+        ownership.files.add(name)
+        write_ownership(storage, output, ownership)

@@ -17,6 +17,7 @@ from neardup_spark.io.paths import check_writable
 from neardup_spark.io.storage import storage_for
 from neardup_spark.nightly.contents import parts_for, read_contents, write_contents
 from neardup_spark.nightly.docs import latest_rows
+from neardup_spark.nightly.layout import SEGMENTS
 from neardup_spark.nightly.store import (
     CURRENT_FILE,
     DOCS,
@@ -115,7 +116,9 @@ def compact_locked(index: Index, buckets: int | None, keep_versions: int) -> dic
         raise UserError(f"buckets must be >= 1, got {n_buckets}")
     nonce = new_nonce()
     before = len(index.segments)
-    entry = _rewrite_segment(index, f"s{index.version + 1:06d}-{nonce}", n_buckets)
+    segment = f"s{index.version + 1:06d}-{nonce}"
+    index.claim(f"v{index.version + 1:06d}-{nonce}", f"{SEGMENTS}/{segment}")
+    entry = _rewrite_segment(index, segment, n_buckets)
     n_live = entry.pop("live_contents")
     entry["compacted_from"] = before
     manifest = dict(index.manifest)

@@ -47,7 +47,7 @@ def publish_batch(
     not written by a Spark job."""
     publishing = time.perf_counter()
     results = join(index.root, batch["results"])
-    staged = out.staging(batch["run_id"])
+    staged = out.claim_staging(batch["run_id"])
     for name in ("clusters", "pairs", CHANGED_CLUSTERS):
         copy_tree(spark, join(results, name), staged.child(name))
     if here is not None:

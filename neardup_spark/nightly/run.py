@@ -99,6 +99,7 @@ from neardup_spark.io.paths import check_writable
 from neardup_spark.io.storage import storage_for
 from neardup_spark.nightly.driver_read import deduplicated_here, features_in_process
 from neardup_spark.nightly.driver_run import index_on_driver
+from neardup_spark.nightly.layout import SEGMENTS
 from neardup_spark.nightly.publish import publish_batch
 from neardup_spark.nightly.spark_run import index_with_spark
 from neardup_spark.nightly.steps import BatchContext, batch_features
@@ -302,6 +303,7 @@ def index_batch(ctx: BatchContext) -> dict[str, Any]:
     entry of the manifest. After the per-document pass, a batch of up to
     ``nightly_driver_max_docs`` documents is indexed on the driver, a larger one in Spark jobs
     (same results)."""
+    ctx.index.claim(ctx.version_name, f"{SEGMENTS}/{ctx.segment}", ctx.results)
     features: DataFrame | pa.Table | None = features_in_process(ctx)
     if features is None:
         features = batch_features(ctx)

@@ -36,6 +36,7 @@ from neardup_spark.io.filesystem import join
 from neardup_spark.nightly.contents import KIND, KNOWN, MATCH, PART, ROW, fetch_texts, probe_index
 from neardup_spark.nightly.docs import current_rows
 from neardup_spark.nightly.edges import edge_ends, incident_edges
+from neardup_spark.nightly.layout import BATCHES
 from neardup_spark.nightly.stable_ids import (
     IS_OLD,
     LIVE_BEFORE,
@@ -43,7 +44,7 @@ from neardup_spark.nightly.stable_ids import (
     PREV_FP,
     PREV_HAS_TEXT,
 )
-from neardup_spark.nightly.store import BATCH, BATCHES, FP_A, FP_B, Index, new_nonce
+from neardup_spark.nightly.store import BATCH, FP_A, FP_B, Index, new_nonce
 from neardup_spark.nightly.text_stash import (
     STASH_DIR,
     TextStash,

@@ -48,7 +48,6 @@ import dataclasses
 import datetime as dt
 import json
 import logging
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -68,19 +67,31 @@ from neardup_spark.columns import (
 )
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import IndexDamaged, UserError
-from neardup_spark.io.filesystem import LocalStorage, Storage, basename, is_local, join
-from neardup_spark.io.lease import Lease, is_lease_entry
+from neardup_spark.io.filesystem import LocalStorage, Storage, is_local, join
+from neardup_spark.io.lease import Lease
 from neardup_spark.io.output import MANIFEST_FILE
 from neardup_spark.io.paths import for_hadoop
 from neardup_spark.io.storage import storage_for
 from neardup_spark.kernels.shingles import SHINGLE_HASH_VERSION
 from neardup_spark.nightly.content_files import KEYS_SUFFIX
+from neardup_spark.nightly.index_files import (
+    check_new_index_dir,
+    claim_entries,
+    collect_garbage,
+)
 from neardup_spark.nightly.integrity import (
     FILES,
     Verification,
     check_before_reading,
     stamp_manifest,
     verify_files,
+)
+from neardup_spark.nightly.layout import (
+    CURRENT_FILE,
+    SEGMENTS,
+    commit_entry_path,
+    committed_name,
+    version_number,
 )
 from neardup_spark.nightly.settings import index_settings, settings_differences
 from neardup_spark.pipeline.execution import BROADCAST_MAX_ROWS
@@ -89,19 +100,14 @@ log = logging.getLogger(__name__)
 
 FORMAT = "neardup-index"
 FORMAT_VERSION = 2
-CURRENT_FILE = "CURRENT"
-COMMITS_DIR = "_commits"
 DEFAULT_BUCKETS = 32
 KEEP_VERSIONS = 3
 
-DOCS, CONTENTS, PAIRS, BATCHES, SEGMENTS = "docs", "contents", "pairs", "batches", "segments"
+DOCS, CONTENTS, PAIRS = "docs", "contents", "pairs"
 SEGMENT_TABLES = (DOCS, PAIRS)  # Parquet tables of a segment (its contents are part files)
 FP_A, FP_B = "fp_a", "fp_b"
 BATCH = "batch"  # docs: sequence number of the batch that indexed this version of the document
 WRITTEN = "written"  # docs: sequence number of the segment that wrote the row (latest wins)
-
-_VERSION_NAME = re.compile(r"^v(\d{6,})-([0-9a-f]+)$")
-_COMMIT_ENTRY = re.compile(r"^v(\d{6,})$")
 
 
 class IndexCommitConflict(UserError):
@@ -157,45 +163,6 @@ def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def commit_entry_path(root: str, version: int) -> str:
-    """The commit log's entry for version number ``version``."""
-    return join(root, COMMITS_DIR, f"v{version:06d}")
-
-
-def version_number(name: str) -> int | None:
-    """``12`` for ``"v000012-3fa9c2d1"``; None for a name that is not a version's."""
-    match = _VERSION_NAME.match(name)
-    return int(match.group(1)) if match else None
-
-
-def logged_versions(storage: Storage, root: str) -> list[int]:
-    """The version numbers of the commit log's entries, ascending."""
-    found = (_COMMIT_ENTRY.match(entry) for entry in storage.list(join(root, COMMITS_DIR)))
-    return sorted(int(match.group(1)) for match in found if match)
-
-
-def committed_name(storage: Storage, root: str) -> str | None:
-    """The committed version's name: ``CURRENT``'s, rolled forward along the commit log (a run
-    killed after its log entry, before replacing ``CURRENT``, has committed); None: none yet.
-
-    Without ``CURRENT`` (never written: a first commit's run killed before it, or lost: a
-    replace that deletes before it renames, on object stores), the log's newest entry: its
-    oldest entries go with old versions (:meth:`Index.collect_garbage`), so counting from
-    version 1 would find nothing and take a committed index for a new one."""
-    pointer = storage.read_text(join(root, CURRENT_FILE))
-    name = pointer.strip() if pointer is not None else None
-    number = version_number(name) if name is not None else 0
-    if pointer is None:
-        logged = logged_versions(storage, root)
-        number = logged[-1] - 1 if logged else 0
-    while number is not None:
-        entry = storage.read_text(commit_entry_path(root, number + 1))
-        if entry is None:
-            break
-        name, number = json.loads(entry)["name"], number + 1
-    return name
-
-
 def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
     """The committed version's manifest of the index at ``root`` (None: no index there yet).
 
@@ -204,15 +171,14 @@ def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
     """
     name = committed_name(storage, root)
     if name is None:
-        entries = storage.list(root)
-        foreign = [e for e in entries if not _is_index_entry(e) and e != CURRENT_FILE]
-        if foreign:
-            raise UserError(
-                f"index directory {root} exists but is not a neardup index (it holds "
-                f"{', '.join(foreign[:5])}); choose an empty or new directory"
-            )
-        check_no_lost_versions(root, entries)
+        check_new_index_dir(storage, root)
         return None
+    if version_number(name) is None:  # a CURRENT that names no version: not the job's
+        raise UserError(
+            f"index directory {root} exists but is not a neardup index (its {CURRENT_FILE} "
+            f"names no version: {name[:60]!r}); nothing was changed: choose an empty or new "
+            "directory"
+        )
     text = storage.read_text(join(root, name, MANIFEST_FILE))
     if text is None:
         raise IndexDamaged(
@@ -237,22 +203,6 @@ def read_manifest(storage: Storage, root: str) -> dict[str, Any] | None:
             "'Compacting and rebuilding the index'); nothing was changed."
         )
     return manifest
-
-
-def check_no_lost_versions(root: str, entries: list[str]) -> None:
-    """Refuse (:class:`IndexDamaged`) to take for a new index a directory with neither
-    ``CURRENT`` nor a commit log entry that holds versions beyond the first: an index written
-    before the log existed whose ``CURRENT`` is gone. A new index would delete them all as
-    debris. (A lone first version is what a first run killed before its commit leaves.)"""
-    numbers = [version_number(entry) for entry in entries]
-    newest = max((n for n in numbers if n is not None), default=0)
-    if newest > 1:
-        raise IndexDamaged(
-            f"index {root}: versions up to v{newest:06d} exist but neither {CURRENT_FILE} nor "
-            f"{COMMITS_DIR}/ names a committed one; nothing was changed. Restore {CURRENT_FILE} "
-            "from a copy of the index, or write the newest complete version's directory name "
-            f"into {root}/{CURRENT_FILE}"
-        )
 
 
 @dataclass
@@ -416,6 +366,7 @@ class Index:
         if self.lease is not None:
             self.lease.check()
         name, number = manifest["name"], int(manifest["version"])
+        self.claim(name)
         stamp_manifest(self.root, manifest)
         self.storage.write_text(
             join(self.root, name, MANIFEST_FILE), json.dumps(manifest, indent=2) + "\n"
@@ -439,79 +390,25 @@ class Index:
         log.info("index %s: committed version %s", self.root, name)
 
     def collect_garbage(self, keep: int = KEEP_VERSIONS) -> list[str]:
-        """Delete what no kept version refers to: debris of killed runs, versions older than the
-        last ``keep``, segments and batch results only they used. Returns the deleted paths.
+        """Delete what the job wrote here that no kept version refers to (the last ``keep``):
+        debris of killed runs, older versions, segments and batch results only they used
+        (:func:`~neardup_spark.nightly.index_files.collect_garbage`). Returns the deleted paths.
 
         Call it holding the index's lease: it would delete a concurrent writer's fresh
         segment. The lease is checked before each deletion (:class:`LeaseLost` once another
         run broke it: this run stalled past the stale limit, and its manifest may not know that
-        run's new files). Log entries go with the versions older than every kept one (and than
-        the version ``CURRENT`` names, from which readers roll forward).
+        run's new files).
         """
+        return collect_garbage(self.storage, self.root, self.manifest, keep, self._check_lease)
+
+    def claim(self, *entries: str) -> None:
+        """Record ``entries`` (a version, ``segments/S``, ``batches/B``) as the job's before a
+        run writes them (:func:`~neardup_spark.nightly.index_files.claim_entries`)."""
+        claim_entries(self.storage, self.root, self.manifest, entries)
+
+    def _check_lease(self) -> None:
         if self.lease is not None:
             self.lease.check()
-        kept_manifests = self._kept_manifests(keep)
-        kept_versions = {m["name"] for m in kept_manifests}
-        kept_segments = {s["name"] for m in kept_manifests for s in m["segments"]}
-        kept_batches = {basename(b["results"]) for m in kept_manifests for b in m["batches"]}
-        pointer_text = self.storage.read_text(join(self.root, CURRENT_FILE)) or ""
-        pointer = version_number(pointer_text.strip())
-        log_floor = min([int(m["version"]) for m in kept_manifests] + [pointer or 0])
-        deleted: list[str] = []
-
-        def drop(path: str) -> None:
-            if self.lease is not None:
-                self.lease.check()
-            self.storage.delete(path)
-            deleted.append(path)
-
-        for entry in self.storage.list(self.root):
-            path = join(self.root, entry)
-            if (_VERSION_NAME.match(entry) and entry not in kept_versions) or (
-                entry.startswith(f".{CURRENT_FILE}.") and entry.endswith(".tmp")
-            ):
-                drop(path)
-            elif entry == SEGMENTS:
-                for segment in self.storage.list(path):
-                    if segment not in kept_segments:
-                        drop(join(path, segment))
-            elif entry == BATCHES:
-                for batch_dir in self.storage.list(path):
-                    if batch_dir not in kept_batches:
-                        drop(join(path, batch_dir))
-            elif entry == COMMITS_DIR:
-                for log_entry in self.storage.list(path):
-                    match = _COMMIT_ENTRY.match(log_entry)
-                    if (match and int(match.group(1)) < log_floor) or (
-                        log_entry.startswith(".") and log_entry.endswith(".tmp")
-                    ):
-                        drop(join(path, log_entry))
-        if deleted:
-            log.info("index %s: removed %d unreferenced entries", self.root, len(deleted))
-        return deleted
-
-    def _kept_manifests(self, keep: int) -> list[dict[str, Any]]:
-        kept: list[dict[str, Any]] = []
-        manifest = self.manifest
-        while manifest is not None and len(kept) < max(keep, 1):
-            kept.append(manifest)
-            previous = manifest.get("previous")
-            text = (
-                self.storage.read_text(join(self.root, previous, MANIFEST_FILE))
-                if previous
-                else None
-            )
-            manifest = json.loads(text) if text else None
-        return kept
-
-
-def _is_index_entry(name: str) -> bool:
-    return (
-        bool(_VERSION_NAME.match(name))
-        or name in (SEGMENTS, BATCHES, COMMITS_DIR)
-        or is_lease_entry(name)
-        or (name.startswith(f".{CURRENT_FILE}.") and name.endswith(".tmp"))
-    )
 
 
 def new_manifest(

@@ -301,7 +301,7 @@ def boilerplate_locked(
     out.prepare(overwrite)
     workers_started = start_python_workers(spark)
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
-    staged = out.staging(run_id)
+    staged = out.claim_staging(run_id)
     with timer.stage("read"):
         df, skipped_files = read_corpus(
             spark, input_path, config.skip_corrupt, (config.id_col, config.text_col)

@@ -282,8 +282,8 @@ def plan_run(
         else:
             reasons.append(_why_afresh(entry, run_id, run_file, files, config_digest))
         log.warning("starting afresh: %s", reasons[-1])
-        staging.delete(entry)
-    staged = out.staging(run_id)
+        out.drop_staging(entry)
+    staged = out.claim_staging(run_id)
     if not staged.exists(RUN_FILE):
         staged.write_json(
             RUN_FILE,

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import time
 import uuid
@@ -59,6 +60,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from neardup_spark.errors import UserError
+from neardup_spark.io.filesystem import LocalStorage
+from neardup_spark.io.ownership import claim_to_replace, write_ownership
 from neardup_spark.kernels.jaccard import jaccard
 from neardup_spark.kernels.normalize import normalize_texts
 from neardup_spark.kernels.shingles import shingle_sets
@@ -286,6 +289,12 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
+def written_by_generate(rel: str) -> bool:
+    """A file an earlier version of ``neardup generate`` wrote (``corpus/part-00000.parquet``):
+    what a DIRECTORY without the ownership record proves the job wrote."""
+    return re.fullmatch(r"(corpus|truth|lines)/part-\d{5}\.parquet", rel) is not None
+
+
 def write_corpus(
     directory: str,
     n_docs: int,
@@ -319,14 +328,24 @@ def write_corpus(
             f"{existing[0]} already exists; pass --overwrite to replace it, or choose another "
             "directory"
         )
+    storage = LocalStorage()
+    names = ("corpus", "truth")
+    record = claim_to_replace(storage, str(root), names, "generate", written_by_generate)
     nonce = uuid.uuid4().hex[:12]
     partial = {corpus_dir: root / f".corpus-{nonce}", truth_dir: root / f".truth-{nonce}"}
+    scratch = [*partial.values(), root / f".spill-{nonce}"]
+    record.dirs |= {p.name for p in scratch}
+    write_ownership(storage, str(root), record)
     try:
         batches = TextBatches(n_docs, seed, mean_words)
-        files = _write_texts(
-            batches, n_docs, partial[corpus_dir], root / f".spill-{nonce}", rows_per_file
-        )
+        files = _write_texts(batches, n_docs, partial[corpus_dir], scratch[-1], rows_per_file)
         _write_truth(batches, n_docs, partial[truth_dir] / "part-00000.parquet")
+        record.files |= {
+            f"{final.name}/{p.name}"
+            for final, written in partial.items()
+            for p in written.iterdir()
+        }
+        write_ownership(storage, str(root), record)  # listed before they are moved in
         for path in existing:
             _remove(path)
         for final, written in partial.items():
@@ -334,6 +353,9 @@ def write_corpus(
     finally:
         for written in partial.values():
             _remove(written)
+    record.files = {f for f in record.files if (root / f).is_file()}
+    record.dirs -= {p.name for p in scratch}
+    write_ownership(storage, str(root), record)
 
     kinds = np.bincount(batches.plan.copy_kind, minlength=len(KINDS))
     seconds = time.perf_counter() - started

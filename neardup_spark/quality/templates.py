@@ -43,7 +43,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup_spark.errors import UserError
+from neardup_spark.io.filesystem import LocalStorage
+from neardup_spark.io.ownership import claim_to_replace, write_ownership
 from neardup_spark.quality.documents import original_tokens, structure
+from neardup_spark.quality.generate import written_by_generate
 from neardup_spark.quality.language import Language, language, render
 
 PAGES_PER_SITE = 180
@@ -251,18 +254,25 @@ def write_template_corpus(
     existing = [p for p in parts.values() if p.exists()]
     if existing and not overwrite:
         raise UserError(f"{existing[0]} already exists; pass --overwrite to replace it")
+    storage = LocalStorage()
+    record = claim_to_replace(storage, str(root), parts, "generate", written_by_generate)
     corpus, truth, lines = generate_template_corpus(n_docs, seed, mean_words)
-    for path in existing:
+    for path in existing:  # the job's own files (checked above)
         for file in path.glob("*"):
             file.unlink()
     for name, table in (("corpus", corpus), ("truth", truth), ("lines", lines)):
         parts[name].mkdir(parents=True, exist_ok=True)
-        for i, start in enumerate(range(0, max(table.num_rows, 1), 20_000)):
+        files = range(0, max(table.num_rows, 1), 20_000)
+        record.files |= {f"{name}/part-{i:05d}.parquet" for i, _ in enumerate(files)}
+        write_ownership(storage, str(root), record)  # listed before they are written
+        for i, start in enumerate(files):
             pq.write_table(
                 table.slice(start, 20_000),
                 parts[name] / f"part-{i:05d}.parquet",
                 row_group_size=ROW_GROUP_ROWS,
             )
+    record.files = {f for f in record.files if (root / f).is_file()}
+    write_ownership(storage, str(root), record)
     template_lines = sum(len(t) for t in lines.column("template").to_pylist())
     return {
         "docs": n_docs,

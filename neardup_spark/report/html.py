@@ -10,8 +10,9 @@ import base64
 import html
 from typing import Any
 
-from neardup_spark.io.filesystem import pyarrow_filesystem
 from neardup_spark.io.finished import child
+from neardup_spark.io.output import write_beside_run
+from neardup_spark.io.storage import storage_for
 from neardup_spark.report.boilerplate import boilerplate_html
 from neardup_spark.report.data import COUNT_EXPLANATIONS, MAX_MEMBERS, TOP_CLUSTERS, report_data
 from neardup_spark.report.figures import figure_pngs
@@ -337,7 +338,5 @@ def write_report(
     """
     page = render_html(report_data(output, input_path, top=top, max_members=max_members))
     target = child(output, REPORT_HTML)
-    fs, inner = pyarrow_filesystem(target)
-    with fs.open_output_stream(inner) as stream:
-        stream.write(page.encode("utf-8"))
+    write_beside_run(storage_for(None, output), output, REPORT_HTML, page.encode("utf-8"))
     return target

@@ -36,7 +36,12 @@ def test_ingest_writes_the_corpus_contract(ingested):
     assert (out / "_SUCCESS").exists() and (out / "_summary.json").exists()
     names = sorted(p.name for p in out.iterdir() if not p.name.endswith(".crc"))
     data = [n for n in names if n.startswith("part-") and n.endswith(".parquet")]
-    assert data and sorted(set(names) - set(data)) == ["_SUCCESS", "_skipped", "_summary.json"]
+    assert data and sorted(set(names) - set(data)) == [
+        "_SUCCESS",
+        "_neardup.json",
+        "_skipped",
+        "_summary.json",
+    ]
     # committed: OUTPUT is the corpus; no staging directory left (Hadoop's .crc files aside)
     schema = ds.dataset(str(out)).schema
     assert tuple(schema.names) == CORPUS_COLUMNS
@@ -183,6 +188,21 @@ def test_finished_output_is_refused_without_overwrite(spark, warc_inputs, tmp_pa
     with pytest.raises(UserError, match="did not write"):
         ingest(spark, [str(warc_inputs["first"])], str(foreign), overwrite=True)
     assert (foreign / "mine.txt").exists()
+    # A user's files under the names ingest writes, in its finished OUTPUT: named, kept.
+    for rel in ("part-00000-mine.parquet", "_skipped/notes.txt", "_summary.json.bak", "_SUCCESS"):
+        placed = out / rel
+        placed.parent.mkdir(parents=True, exist_ok=True)
+        kept = placed.read_bytes() if placed.exists() else b"the user's own"
+        if rel == "_SUCCESS":  # the job's own: stands for a file the user replaced it with
+            record = json.loads((out / "_neardup.json").read_text())
+            record["files"].remove("_SUCCESS")
+            (out / "_neardup.json").write_text(json.dumps(record))
+        placed.write_bytes(kept)
+        with pytest.raises(UserError, match=f"did not write: {rel.split('/')[0]}"):
+            ingest(spark, [str(warc_inputs["first"])], str(out), overwrite=True)
+        assert placed.read_bytes() == kept
+        if rel != "_SUCCESS":
+            placed.unlink()
     a_file = tmp_path / "a-file"
     a_file.write_text("not a directory")
     with pytest.raises(UserError, match="exists and is a file"):

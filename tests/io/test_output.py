@@ -13,11 +13,14 @@ def test_a_commit_whose_staged_tables_cannot_be_seen_changes_nothing(tmp_path):
     own disk, a relative OUTPUT under another working directory): the commit is refused before
     it deletes the previous run's outputs, not a finished OUTPUT without them."""
     out = OutputDir(None, str(tmp_path / "out"))  # type: ignore[arg-type]
+    out.prepare(overwrite=False)
+    previous = out.claim_staging("run0")
     for name in ("clusters", "pairs", "deduplicated"):
-        (tmp_path / "out" / name).mkdir(parents=True)
-        (tmp_path / "out" / name / "part-0.parquet").write_text("previous")
-    (tmp_path / "out" / "_SUCCESS").write_text("")
-    staged = out.staging("run1")
+        (tmp_path / "out" / "_staging" / "run0" / name).mkdir(parents=True)
+        (tmp_path / "out" / "_staging" / "run0" / name / "part-0.parquet").write_text("previous")
+    out.commit(previous, {"run_id": "run0"})
+    out.prepare(overwrite=True)
+    staged = out.claim_staging("run1")
     staged.write_json("report.json", {"counts": {}})  # this process's own write: visible
     (tmp_path / "out" / "_staging" / "run1" / "pairs").mkdir()
     with pytest.raises(UserError, match=r"clusters/, deduplicated/ written by Spark .* cannot"):

@@ -18,6 +18,7 @@ import pytest
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
 from neardup_spark.io.lease import LOCK_FILE, is_lease_entry
+from neardup_spark.io.ownership import OWNERSHIP_FILE
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.nightly.store import CURRENT_FILE, Index
 from tests.nightly.history import (
@@ -258,11 +259,16 @@ def test_killed_run_leaves_the_index_and_outputs_intact(spark, history):
     before, after_kill = crash["before"], crash["after"]
     # It had started writing (a new segment), but the committed version, every file of the
     # index it refers to, and the previous output are untouched and readable.
+    # (The job's ownership records list what it was about to write.)
     assert crash["marker"].startswith("segments/s000003-")
-    assert {k: v for k, v in after_kill["index"].items() if k in before["index"]} == before["index"]
+    kept = {k: v for k, v in before["index"].items() if k != OWNERSHIP_FILE}
+    assert {k: v for k, v in after_kill["index"].items() if k in kept} == kept
     # It held the index's and OUTPUT's locks (the run after it took them over: it ran on).
     assert LOCK_FILE in after_kill["index"] and LOCK_FILE in after_kill["out"]
-    assert {k: v for k, v in after_kill["out"].items() if not is_lease_entry(k)} == before["out"]
+    out_files = {k: v for k, v in after_kill["out"].items() if not is_lease_entry(k)}
+    assert {k: v for k, v in out_files.items() if k != OWNERSHIP_FILE} == {
+        k: v for k, v in before["out"].items() if k != OWNERSHIP_FILE
+    }
     assert crash["assignment"] == after(spark, history, "day2")
     # Running again completed the batch (the other tests check its results) and cleared the
     # debris: only the committed version's segments remain.

@@ -11,8 +11,9 @@ import pytest
 from neardup_spark.errors import IndexDamaged, UserError
 from neardup_spark.io.filesystem import LocalStorage
 from neardup_spark.io.lease import Holder, LeaseLost, acquire
+from neardup_spark.io.ownership import OWNERSHIP_FILE, Ownership, write_ownership
+from neardup_spark.nightly.layout import COMMITS_DIR
 from neardup_spark.nightly.store import (
-    COMMITS_DIR,
     FORMAT,
     FORMAT_VERSION,
     Index,
@@ -96,6 +97,7 @@ def test_two_commits_of_one_version_one_wins_the_other_changes_nothing(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "CURRENT",
         COMMITS_DIR,
+        OWNERSHIP_FILE,
         "v000001-aaaa",
         "v000002-bbbb",
     ]
@@ -148,6 +150,11 @@ def test_versions_without_current_or_log_are_refused_not_taken_for_a_new_index(t
     assert "nothing was changed" in str(refused.value)
     for number in (2, 3):
         shutil.rmtree(tmp_path / f"v{number:06d}-abc{number}")
+    # Unless the job's record says a run wrote it, it is not the job's to collect.
+    with pytest.raises(UserError, match=r"is not a neardup index \(it holds v000001-abc1/\)"):
+        read_manifest(LocalStorage(), str(tmp_path))
+    record = Ownership("index", dirs={"v000001-abc1"})
+    write_ownership(LocalStorage(), str(tmp_path), record)
     assert read_manifest(LocalStorage(), str(tmp_path)) is None
 
 
@@ -167,3 +174,58 @@ def test_garbage_collection_stops_once_the_lease_was_broken(tmp_path):
         assert fresh.is_dir()
     finally:
         stalled.lease.release()
+
+
+# A user's file under each name the index uses.
+USER_ENTRIES = ["segments/notes.txt", "batches/readme.md", "_commits/notes", "v000009-dead/x"]
+
+
+@pytest.mark.parametrize("rel", [*USER_ENTRIES, "CURRENT", OWNERSHIP_FILE])
+def test_a_directory_with_a_users_file_under_an_index_name_is_not_taken_for_a_new_index(
+    tmp_path, rel
+):
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("the user's own\n")
+    with pytest.raises(UserError, match=r"is not a neardup index|not written by this job"):
+        read_manifest(LocalStorage(), str(tmp_path))
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [path]
+
+
+def test_the_clean_up_deletes_what_runs_wrote_and_nothing_else(tmp_path):
+    """Old versions and a killed run's claimed segment go; a user's files under the index's
+    names, a version-like directory the job did not write among them, stay."""
+    index = five_committed_versions(tmp_path)
+    for rel in USER_ENTRIES:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("the user's own\n")
+    index.claim("segments/s000006-dead", "batches/b000006-run-dead", "v000006-dead")
+    (tmp_path / "segments" / "s000006-dead" / "docs").mkdir(parents=True)  # a killed night's
+    (tmp_path / "batches" / "b000006-run-dead").mkdir(parents=True)
+    index.collect_garbage(keep=2)
+    assert sorted(p.name for p in tmp_path.glob("v*")) == [
+        "v000004-0004",
+        "v000005-0005",
+        "v000009-dead",
+    ]
+    for rel in USER_ENTRIES:
+        assert (tmp_path / rel).read_text() == "the user's own\n", rel
+    assert not (tmp_path / "segments" / "s000006-dead").exists()
+    assert not (tmp_path / "batches" / "b000006-run-dead").exists()
+    assert sorted(p.name for p in (tmp_path / COMMITS_DIR).iterdir()) == [
+        "notes",
+        "v000004",
+        "v000005",
+    ]
+
+
+def test_an_index_written_before_the_record_keeps_what_its_versions_do_not_name(tmp_path):
+    """The record is adopted from the versions' manifests at the first clean-up: what they
+    name is collected as it ages, unnamed debris stays."""
+    index = five_committed_versions(tmp_path)
+    (tmp_path / OWNERSHIP_FILE).unlink()
+    (tmp_path / "segments" / "s000003-debris").mkdir(parents=True)
+    index.collect_garbage(keep=2)
+    assert sorted(p.name for p in tmp_path.glob("v*")) == ["v000004-0004", "v000005-0005"]
+    assert (tmp_path / "segments" / "s000003-debris").is_dir()
+    assert (tmp_path / OWNERSHIP_FILE).exists()

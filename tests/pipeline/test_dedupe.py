@@ -337,11 +337,17 @@ def test_output_refused_replaced_or_protected(spark, tmp_path):
     with pytest.raises(UserError, match="already holds a finished run"):
         run(spark, inp, str(out), build_config())
     run(spark, inp, str(out), build_config(), overwrite=True)
-    # a killed run leaves no _SUCCESS: the next run replaces it without --overwrite
+    # a killed run leaves no _SUCCESS: the next run replaces it without --overwrite, but not
+    # a file the job did not write, whatever its name and --overwrite
     (out / "_SUCCESS").unlink()
-    (out / "clusters" / "stale.parquet").write_bytes(b"junk")
+    (out / "clusters" / "stale.parquet").write_bytes(b"the user's")
+    for overwrite in (False, True):
+        with pytest.raises(UserError, match=r"did not write: clusters/stale\.parquet"):
+            run(spark, inp, str(out), build_config(), overwrite=overwrite)
+    assert (out / "clusters" / "stale.parquet").read_bytes() == b"the user's"
+    (out / "clusters" / "stale.parquet").unlink()
     run(spark, inp, str(out), build_config())
-    assert not (out / "clusters" / "stale.parquet").exists()
+    assert (out / "_SUCCESS").exists()
     foreign = tmp_path / "home"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("precious")

@@ -11,6 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.config import build_config
+from neardup_spark.io.filesystem import LocalStorage
+from neardup_spark.io.ownership import read_ownership, write_ownership
 from neardup_spark.pipeline import resume
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.quality.generate import generate_corpus
@@ -71,6 +73,19 @@ def staged_run(out):
 
 def staged_markers(out) -> list[str]:
     return sorted(p.stem for p in (staged_run(out) / "stages").glob("*.json"))
+
+
+def moved_by_a_killed_commit(out, run_dir, files) -> None:
+    """What a commit killed while it moved ``files`` (under the staged run ``run_dir``) into
+    OUTPUT leaves: the files listed in OUTPUT's ownership record first, then moved."""
+    record = read_ownership(LocalStorage(), str(out))
+    assert record is not None
+    moved = [f.relative_to(run_dir).as_posix() for f in files]
+    record.files |= set(moved)
+    write_ownership(LocalStorage(), str(out), record)
+    for rel in moved:
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / rel).rename(out / rel)
 
 
 @pytest.mark.parametrize("stage", ["candidates", "components"])
@@ -147,7 +162,7 @@ def test_components_are_done_again_when_a_killed_commit_moved_pairs_out(
     out = tmp_path / "out"
     run_killed_after(monkeypatch, "components", spark, str(corpus), str(out), config())
     run_dir = staged_run(out)
-    (run_dir / "pairs").rename(out / "pairs")  # as a commit does, before it was killed
+    moved_by_a_killed_commit(out, run_dir, list((run_dir / "pairs").iterdir()))
     report = run(spark, str(corpus), str(out), config())
     assert report["resumed_stages"] == ["sketch", "exact", "candidates", "verify"]
     for name in OUTPUTS:
@@ -200,9 +215,7 @@ def test_a_kept_stage_with_a_file_gone_or_cut_off_is_done_again(
     sketch_files[0].unlink()
     verify_file = sorted((run_dir / "stages" / "verify").glob("part-*"))[0]
     verify_file.write_bytes(verify_file.read_bytes()[:100])
-    (out / "pairs").mkdir()
-    moved = sorted((run_dir / "pairs").glob("part-*"))[0]
-    moved.rename(out / "pairs" / moved.name)
+    moved_by_a_killed_commit(out, run_dir, sorted((run_dir / "pairs").glob("part-*"))[:1])
     report = run(spark, str(corpus), str(out), config())
     assert report["resumed_stages"] == ["exact", "candidates"]
     assert report["counts"] == whole_report["counts"]

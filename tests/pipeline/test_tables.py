@@ -62,8 +62,13 @@ def test_existing_tables_are_refused_unless_overwritten(spark, database, corpus,
     report = run(
         spark, corpus, str(out), config, tables=OutputTables(f"{database}.night", overwrite=True)
     )
-    # OUTPUT holds the report, the manifest and _SUCCESS only.
-    assert sorted(p.name for p in out.iterdir()) == ["_SUCCESS", "manifest.json", "report.json"]
+    # OUTPUT holds the report, the manifest, _SUCCESS and the job's ownership record only.
+    assert sorted(p.name for p in out.iterdir()) == [
+        "_SUCCESS",
+        "_neardup.json",
+        "manifest.json",
+        "report.json",
+    ]
     written = json.loads((out / "report.json").read_text())
     assert written["output_tables"] == report["output_tables"]
     assert written["counts"]["input_rows"] == 300

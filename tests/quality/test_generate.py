@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.errors import UserError
+from neardup_spark.io.ownership import OWNERSHIP_FILE
 from neardup_spark.kernels.normalize import normalize_text
 from neardup_spark.quality import generate, spill
 from neardup_spark.quality.edits import EDITS, KINDS
@@ -350,7 +351,7 @@ def test_streamed_files_are_the_in_memory_tables_across_spill_buckets(tmp_path, 
     assert [pq.ParquetFile(tmp_path / "corpus" / n).metadata.num_rows for n in names] == [
         700
     ] * 11 + [300]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "truth"]  # no spill left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [OWNERSHIP_FILE, "corpus", "truth"]
 
 
 def test_a_failed_generation_leaves_the_old_corpus_and_no_debris(tmp_path, monkeypatch):
@@ -364,4 +365,22 @@ def test_a_failed_generation_leaves_the_old_corpus_and_no_debris(tmp_path, monke
     with pytest.raises(OSError, match="disk full"):
         write_corpus(str(tmp_path), 50, seed=2, mean_words=20, overwrite=True)
     assert pq.read_table(tmp_path / "corpus").equals(before)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "truth"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [OWNERSHIP_FILE, "corpus", "truth"]
+
+
+@pytest.mark.parametrize("rel", ["corpus/notes.txt", "truth/mine.parquet", "corpus/sub/x"])
+def test_overwrite_replaces_only_what_generate_wrote(tmp_path, rel):
+    """A user's file in corpus/ or truth/ stops --overwrite (named, kept); a DIRECTORY an
+    earlier version wrote (part files, no record) is replaced."""
+    write_corpus(str(tmp_path), 30, seed=1, mean_words=20)
+    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / rel).write_text("the user's own\n")
+    with pytest.raises(UserError, match="did not write: " + rel.split("/sub")[0]):
+        write_corpus(str(tmp_path), 50, seed=2, mean_words=20, overwrite=True)
+    assert (tmp_path / rel).read_text() == "the user's own\n"
+    (tmp_path / rel).unlink()
+    if rel.endswith("/x"):
+        (tmp_path / rel).parent.rmdir()
+    (tmp_path / OWNERSHIP_FILE).unlink()  # as an earlier version left it
+    write_corpus(str(tmp_path), 50, seed=2, mean_words=20, overwrite=True)
+    assert pq.read_table(tmp_path / "corpus").num_rows == 50
