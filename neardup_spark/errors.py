@@ -1,4 +1,5 @@
-"""Errors the command line turns into exit codes."""
+"""Errors the command line turns into exit codes: 2 "fix the command", 3 "fix the machine",
+1 a job failure a retry may get past."""
 
 
 class UserError(Exception):
@@ -9,9 +10,20 @@ class UserError(Exception):
     """
 
 
+class MachineError(Exception):
+    """The machine or a service it needs is not as a run needs it, whatever the command says:
+    no Java, the wrong Java, JAVA_HOME pointing nowhere, a port that cannot be bound, a master
+    or Spark Connect server that does not answer: exit code 3. A retry fails the same way until
+    the machine changes.
+
+    Shown as :class:`UserError`'s: one line, no traceback, saying what to fix.
+    """
+
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USER_ERROR = 2
+EXIT_MACHINE_ERROR = 3
 
 
 class IndexDamaged(Exception):

@@ -21,6 +21,7 @@ from typing import Any
 
 from neardup_spark.bench.processes import neardup_command
 from neardup_spark.config import DedupeConfig, SessionSettings
+from neardup_spark.errors import EXIT_MACHINE_ERROR, EXIT_USER_ERROR, MachineError, UserError
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.quality.generate import write_corpus
 from neardup_spark.runtime.jvm_archive import (
@@ -49,11 +50,7 @@ def build(path: Path | None = None, force: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.part")
     try:
-        subprocess.run(
-            [*neardup_command(), "jvm-archive", "--dump", str(partial)],
-            check=True,
-            env={**os.environ, ARCHIVE_ENV: "off"},
-        )
+        run_dump(partial)
         if not partial.is_file() or partial.stat().st_size == 0:
             raise RuntimeError(f"the JVM wrote no class archive at {partial}")
         os.replace(partial, path)
@@ -67,6 +64,31 @@ def build(path: Path | None = None, force: bool = False) -> Path:
     except OSError as exc:
         log.warning("JVM class archive built; stale archives not cleaned up: %s", exc)
     return path
+
+
+def run_dump(partial: Path) -> None:
+    """Run the build's child (``neardup jvm-archive --dump``). A child whose Spark could not
+    start (exit 2 or 3, one ``error:`` line) is that error here, with its exit code, in one
+    line; any other failure is ``CalledProcessError``. What else the child said (its progress
+    lines) is passed on."""
+    try:
+        done = subprocess.run(
+            [*neardup_command(), "jvm-archive", "--dump", str(partial)],
+            check=True,
+            env={**os.environ, ARCHIVE_ENV: "off"},
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+        )
+    except subprocess.CalledProcessError as exc:
+        said = (exc.stderr or "").splitlines()
+        errors = [line.removeprefix("error: ") for line in said if line.startswith("error: ")]
+        if exc.returncode in (EXIT_USER_ERROR, EXIT_MACHINE_ERROR) and errors:
+            failure = UserError if exc.returncode == EXIT_USER_ERROR else MachineError
+            raise failure(f"the class archive's sample run: {errors[-1]}") from None
+        sys.stderr.write(exc.stderr or "")
+        raise
+    sys.stderr.write(getattr(done, "stderr", None) or "")
 
 
 def remove_stale_archives(directory: Path, keep: Path) -> list[Path]:

@@ -1,8 +1,19 @@
 """The ``neardup`` command: one adapter module per subcommand registers its options; this
 module parses, configures logging, runs the command and maps errors to exit codes.
 
-Exit codes: 0 success, 2 user error (bad arguments, input or output location; no traceback),
-1 job failure (a damaged index: one line), 130 / 143 stopped by SIGINT / SIGTERM (one line).
+Exit codes (docs/operations/exit-codes.md), each error in one ``error:`` line, no traceback
+unless said:
+
+* 0 success;
+* 2 user error, "fix the command": bad arguments, settings (a ``--set`` value Spark refuses,
+  a bad memory size), input or output location;
+* 3 machine error, "fix the machine": no Java, the wrong Java, JAVA_HOME pointing nowhere, a
+  port that cannot be bound, a master or Spark Connect server that does not answer;
+* 1 job failure, "retry" (logged with its traceback); a damaged index (one line: restore it);
+* 130 / 143 stopped by SIGINT / SIGTERM; 141 standard output closed by its reader.
+
+A failure before the first stage (a session that does not start) is always 2 or 3, never 1: a
+retry would fail the same way.
 """
 
 from __future__ import annotations
@@ -33,7 +44,14 @@ from neardup_spark.cli import (
     warmup,
 )
 from neardup_spark.cli.options import CliParser
-from neardup_spark.errors import EXIT_FAILURE, EXIT_USER_ERROR, UserError, index_damage_in
+from neardup_spark.errors import (
+    EXIT_FAILURE,
+    EXIT_MACHINE_ERROR,
+    EXIT_USER_ERROR,
+    MachineError,
+    UserError,
+    index_damage_in,
+)
 from neardup_spark.runtime import console
 from neardup_spark.runtime.interrupts import Interrupted, handle_signals, received, stop_spark
 
@@ -96,6 +114,9 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except MachineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_MACHINE_ERROR
     except Exception as exc:
         if isinstance(exc, BrokenPipeError) and stdout_closed():
             return stdout_was_closed()

@@ -28,6 +28,7 @@ from neardup_spark.bench.settings import (
 )
 from neardup_spark.errors import EXIT_OK
 from neardup_spark.extras import require_extra
+from neardup_spark.runtime import preflight
 
 
 def register(sub: Any) -> None:
@@ -170,14 +171,20 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# Rows that run no Spark (nor Java).
+PEERS_WITHOUT_SPARK = ("datasketch", "rensa")
+
+
 def run_bench(args: argparse.Namespace) -> int:
     """Run the benchmark as ``args`` say, printing its progress and tables; 0 when every row
     and nightly run finished, 1 when one failed or timed out (the tables are written either
     way)."""
     settings = BenchSettings(**{f.name: getattr(args, f.name) for f in fields(BenchSettings)})
-    for peer in ("datasketch", "rensa"):
+    for peer in PEERS_WITHOUT_SPARK:
         if peer in settings.rows:
             require_extra("bench", f"the {peer} row of neardup bench (or leave it out with --rows)")
+    if set(settings.rows) - set(PEERS_WITHOUT_SPARK):
+        preflight.check_java()  # exit 3 at once, not a table of failed rows
     from neardup_spark.bench.main import run_bench as bench  # deferred: imports the bench's peers
 
     return bench(settings, echo)

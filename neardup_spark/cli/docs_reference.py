@@ -129,8 +129,10 @@ def cli_reference(parser: argparse.ArgumentParser | None = None) -> str:
         GENERATED_NOTE,
         "",
         "Every command of `neardup` (also `python -m neardup_spark`), with the options its parser "
-        "takes. Exit codes of every command: 0 success, 1 job failure, 2 user error (one "
-        "`error: ...` line on stderr). `jobs/dedupe.py`, `jobs/ingest_warc.py` and "
+        "takes. Exit codes of every command: 0 success, 1 job failure (retry), 2 user error "
+        "(fix the command), 3 machine error (fix the machine: no Java, a port taken, a master "
+        "that does not answer); 2 and 3 are one `error: ...` line on stderr "
+        "([exit codes](../operations/exit-codes.md)). `jobs/dedupe.py`, `jobs/ingest_warc.py` and "
         "`jobs/boilerplate.py` take the options of `dedupe`, `ingest` and `boilerplate` under "
         "`spark-submit`. Where an option's default is empty, the default comes from the "
         "[configuration](configuration.md).",

@@ -8,7 +8,7 @@ from typing import Any
 
 from neardup_spark.bench import jvm_archive as archive_builder
 from neardup_spark.errors import EXIT_OK, UserError
-from neardup_spark.runtime import jvm_archive
+from neardup_spark.runtime import jvm_archive, preflight
 
 
 def register(sub: Any) -> None:
@@ -25,8 +25,9 @@ def run_jvm_archive(args: argparse.Namespace) -> int:
     if args.dump:  # the build's child: a JVM that writes its classes to FILE at exit
         archive_builder.dump(args.dump)
         return EXIT_OK
+    preflight.check_java()  # no Java, or too old a one: exit 3 naming it
     if jvm_archive.archive_path() is None:
-        raise UserError(f"no archive: Java not found, or {jvm_archive.ARCHIVE_ENV}=off")
+        raise UserError(f"no archive: {jvm_archive.ARCHIVE_ENV}=off")
     path = archive_builder.build(force=args.force)
     print(f"class archive: {path} ({path.stat().st_size / 2**20:.0f} MB)")
     return EXIT_OK

@@ -158,6 +158,14 @@ def inheritable_thread(spark: SparkSession, target: Callable[[], None]) -> threa
         return InheritableThread(target=target, daemon=True)
 
 
+def jvm_running() -> bool:
+    """True when this process already talks to a JVM (a classic session built before, or
+    spark-submit's gateway): a classic builder then launches no new one."""
+    from pyspark import SparkContext
+
+    return getattr(SparkContext, "_gateway", None) is not None
+
+
 class ClassicEngine:
     """A session with a SparkContext: everything through it, as PySpark's own API does."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import sys
 from typing import Any
 from urllib.parse import urlsplit
@@ -13,10 +12,10 @@ from urllib.parse import urlsplit
 from pyspark.sql import SparkSession
 
 from neardup_spark.config import SessionSettings
-from neardup_spark.errors import UserError
+from neardup_spark.errors import MachineError, UserError
 from neardup_spark.redaction import SPARK_REDACTION_REGEX, redact_remote
-from neardup_spark.runtime import console, interrupts, jvm_archive
-from neardup_spark.runtime.engine import ConnectEngine, engine_of, local_cores
+from neardup_spark.runtime import console, interrupts, jvm_archive, preflight, start_failure
+from neardup_spark.runtime.engine import ConnectEngine, engine_of, jvm_running, local_cores
 from neardup_spark.runtime.spark_compat import check_spark_version
 
 log = logging.getLogger(__name__)
@@ -120,13 +119,31 @@ def build_session(
             )
         return connect_session(remote, settings, app_name)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    master = settings.spark.get("spark.master") or settings.master or "local[*]"
+    launching = not under_spark_submit() and not jvm_running()
+    preflight.check_start(settings.spark, master, launching)
+    quiet = not console.SETTINGS.verbose and not under_spark_submit()
+    conf, jvm_env = classic_conf(settings, quiet)
     builder = SparkSession.builder.appName(app_name)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = start_classic(builder, jvm_env, settings.spark, master)
+    default_level = "ERROR" if quiet else "WARN"
+    engine_of(spark).quiet(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", default_level))
+    check_spark_version(spark)
+    return spark
+
+
+def classic_conf(settings: SessionSettings, quiet: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """The Spark settings of a classic session, and the environment the JVM launched for it
+    needs (:data:`LOOPBACK_ENV` in local mode): this module's defaults for a JVM started here
+    (local mode: :data:`LOCAL_DEFAULTS`), then ``settings.spark``; spark-submit's JVM gets the
+    latter only."""
     conf: dict[str, str] = {}
     jvm_env: dict[str, str] = {}
-    quiet = not console.SETTINGS.verbose and not under_spark_submit()
     if not under_spark_submit():
         master = settings.master or "local[*]"
-        builder = builder.master(master)
+        conf["spark.master"] = master
         conf.update(STARTED_JVM_DEFAULTS)
         if master.startswith("local"):
             conf.update(LOCAL_DEFAULTS)
@@ -142,23 +159,37 @@ def build_session(
         java_options = conf.get("spark.driver.extraJavaOptions", "")
         conf["spark.driver.extraJavaOptions"] = f"{java_options} {console.quiet_java_options()}"
     conf["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(settings.arrow_batch_size)
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    real_stderr = console.filter_jvm_stderr()[0] if quiet else None
+    return conf, jvm_env
+
+
+def start_classic(
+    builder: SparkSession.Builder,
+    jvm_env: dict[str, str],
+    user_settings: dict[str, str],
+    master: str,
+) -> SparkSession:
+    """``builder``'s session, started with the JVM's output captured (console.StartCapture): a
+    start that fails is one :class:`UserError` or :class:`MachineError`
+    (:func:`~neardup_spark.runtime.start_failure.explain`), not a stack trace."""
+    capture = None if under_spark_submit() else console.StartCapture(console.SETTINGS.verbose)
     os.environ.update(jvm_env)  # read by the JVM launched now, not kept by this process
     try:
         spark = builder.getOrCreate()
         interrupts.install()  # over PySpark's SIGINT handler (runtime/interrupts.py)
         interrupts.watch(spark)
+        keep_column_types(spark)  # builds the SQL session: a SQL setting it refuses fails here
+    except BaseException as exc:  # a signal too: this process's stdout and stderr come back
+        output = capture.failed() if capture is not None else []
+        known = isinstance(exc, (UserError, MachineError)) or not isinstance(exc, Exception)
+        if known or interrupts.received() is not None:
+            raise
+        log.info("the session did not start", exc_info=True)  # -v: the whole story
+        raise start_failure.explain(exc, output, user_settings, master) from None
     finally:
         for name in jvm_env:
             os.environ.pop(name, None)
-        if real_stderr is not None:  # the JVM keeps the filtered pipe; this process its stderr
-            console.restore_stderr(real_stderr)
-    keep_column_types(spark)
-    default_level = "ERROR" if quiet else "WARN"
-    engine_of(spark).quiet(os.environ.get("NEARDUP_SPARK_LOG_LEVEL", default_level))
-    check_spark_version(spark)
+    if capture is not None:
+        capture.succeeded()
     return spark
 
 
@@ -172,27 +203,28 @@ def stop_session(spark: SparkSession) -> None:
     user error, which it reports in one line, what the JVM says while it is torn down is not
     shown: a task may still be finishing (JSON schema inference's, say) and log, with a stack
     trace, that its broadcast is gone."""
-    if isinstance(sys.exc_info()[1], UserError):
+    if isinstance(sys.exc_info()[1], (UserError, MachineError)):
         console.mute_jvm()
     spark.stop()
 
 
 def check_reachable(url: str, timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
-    """Refuse (:class:`UserError`, exit 2) a Spark Connect URL that is malformed or whose host
-    and port do not answer, before the client's retries would wait minutes for it."""
+    """Refuse a Spark Connect URL that is malformed (:class:`UserError`, exit 2) or whose host
+    and port do not answer (:class:`MachineError`, exit 3), before the client's retries would
+    wait minutes for it."""
     shown = redact_remote(url)
     parts = urlsplit(url.split(";", 1)[0])
-    if parts.scheme != "sc" or not parts.hostname:
-        raise UserError(f"not a Spark Connect URL: {shown} (expected sc://HOST:PORT)")
-    host, port = parts.hostname, parts.port or _DEFAULT_CONNECT_PORT
     try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise UserError(
+        port = parts.port or _DEFAULT_CONNECT_PORT
+    except ValueError:  # a port that is not a number
+        port = None
+    if parts.scheme != "sc" or not parts.hostname or port is None:
+        raise UserError(f"not a Spark Connect URL: {shown} (expected sc://HOST:PORT)")
+    reason = preflight.tcp_problem(parts.hostname, port, timeout)
+    if reason is not None:
+        raise MachineError(
             f"cannot reach the Spark Connect server at {shown} ({reason}); is it running?"
-        ) from None
+        )
 
 
 def connect_session(url: str, settings: SessionSettings, app_name: str) -> SparkSession:

@@ -231,7 +231,7 @@ def test_boilerplate_ingest_and_index_commands_over_connect(server, cli, tmp_pat
 
 def test_user_errors_over_connect_are_the_classic_ones(server, corpus, cli, tmp_path, capsys):
     """A missing column (Connect analyses lazily: still exit 2 before any job), a setting
-    that belongs to the server, a server that is not there."""
+    that belongs to the server, a server that is not there (exit 3: fix the machine)."""
     args = ["dedupe", str(corpus), str(tmp_path / "o1"), "--text-col", "body"]
     assert cli(args) == 2
     classic = error_lines(capsys.readouterr().err)
@@ -271,11 +271,37 @@ def test_user_errors_over_connect_are_the_classic_ones(server, corpus, cli, tmp_
         timeout=60,
         cwd=REPO,
     )
-    assert gone.returncode == 2
+    assert gone.returncode == 3
     assert error_lines(gone.stderr) == [
         f"error: cannot reach the Spark Connect server at sc://127.0.0.1:{port} "
         "(Connection refused); is it running?"
     ]
+
+
+def test_odd_column_names_over_connect(server, cli, tmp_path, capsys):
+    """Column names Spark would parse (tests/odd_columns.py) as the id, text, --prefer and
+    group columns, boilerplate stripped and the per-document pass in the server's tasks: the
+    classic run's outputs, deduplicated/ under the input's own names; a missing one is one
+    line, as classic."""
+    table = odd_table()
+    corpus = write_corpus(table, tmp_path / "odd")
+    options = ["--id-col", ODD_ID, "--text-col", ODD_TEXT, "--prefer", ODD_PREFER["odd"]]
+    options += ["--strip-boilerplate", *TASKS, "--no-report"]
+    options += ["--set", f"boilerplate.group_col={ODD_SITE}", "--set", "boilerplate.min_docs=3"]
+    classic, connect = tmp_path / "classic", tmp_path / "connect"
+    assert cli(["dedupe", str(corpus), str(classic), *options]) == 0
+    done = remote(server, "dedupe", str(corpus), str(connect), *options)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same_outputs(classic, connect, ("clusters", "pairs", "deduplicated"))
+    assert pq.read_schema(next((connect / "deduplicated").glob("*.parquet"))).names == (
+        table.column_names
+    )
+    missing = ["dedupe", str(corpus), str(tmp_path / "out"), *options, "--prefer", "a[1]"]
+    capsys.readouterr()
+    assert cli(missing) == 2
+    classic_errors = error_lines(capsys.readouterr().err)
+    done = remote(server, *missing)
+    assert (done.returncode, error_lines(done.stderr)) == (2, classic_errors)
 
 
 def test_sigint_interrupts_the_servers_operations_and_the_server_goes_on(server, tmp_path):
