@@ -1,4 +1,6 @@
-"""Column names shared by the stages and the output contract."""
+"""Column names shared by the stages and the output contract: plain names, used as they are.
+The input's own names (id, text, --prefer and carried columns) may hold anything; they meet
+Spark through :mod:`neardup_spark.stages.names`."""
 
 # Output contract (clusters/, pairs/)
 DOC_ID = "doc_id"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,23 +41,69 @@ INDEX_CHECKS = ("full", "quick")
 REPRESENTATIVE_RULES = ("smallest_id", "longest_text")
 SORT_WAYS = ("asc", "desc")
 BOILERPLATE_MODES = ("template", "repeats")
+PREFER_SYNTAX = (
+    'prefer takes "COLUMN [asc|desc][, COLUMN [asc|desc] ...]", a name holding spaces or commas '
+    "in backticks (`fetch date` desc; a backtick in it doubled)"
+)
+# A name in backticks, a backtick in it doubled.
+_QUOTED_NAME = re.compile(r"`((?:[^`]|``)*)`")
 
 
 def parse_prefer(text: str) -> tuple[tuple[str, bool], ...]:
     """``--prefer "COL [asc|desc][, COL ...]"`` -> ``((column, descending), ...)``.
 
+    A name is taken as it is (dots, brackets, any letters: the column of that exact name); one
+    holding spaces or commas, or starting with a backtick, is written in backticks, a backtick
+    in it doubled.
+
     >>> parse_prefer("quality desc, fetch_date")
     (('quality', True), ('fetch_date', False))
+    >>> parse_prefer("`fetch date` DESC, meta.score, `we``ird`, desc desc")
+    (('fetch date', True), ('meta.score', False), ('we`ird', False), ('desc', True))
     """
     keys = []
-    for part in text.split(","):
-        words = part.split()
-        if not words or len(words) > 2 or (len(words) == 2 and words[1].lower() not in SORT_WAYS):
-            raise UserError(
-                f'prefer takes "COLUMN [asc|desc][, COLUMN [asc|desc] ...]", got {text!r}'
-            )
-        keys.append((words[0], len(words) == 2 and words[1].lower() == "desc"))
-    return tuple(keys)
+    rest = text.strip()
+    while True:
+        name, rest = _prefer_name(rest, text)
+        way, comma, rest = rest.partition(",")
+        words = way.split()
+        if not name or len(words) > 1 or (words and words[0].lower() not in SORT_WAYS):
+            raise UserError(f"{PREFER_SYNTAX}, got {text!r}")
+        keys.append((name, bool(words) and words[0].lower() == "desc"))
+        if not comma:
+            return tuple(keys)
+        rest = rest.strip()
+
+
+def _prefer_name(rest: str, text: str) -> tuple[str, str]:
+    """The column name ``rest`` (of ``--prefer text``) starts with, and what follows it."""
+    if not rest.startswith("`"):
+        name = re.split(r"[\s,]", rest, maxsplit=1)[0]
+        return name, rest[len(name) :]
+    quoted = _QUOTED_NAME.match(rest)
+    after = rest[quoted.end() :] if quoted else ""
+    if quoted is None or not (after[:1] in ("", ",") or after[:1].isspace()):
+        raise UserError(f"{PREFER_SYNTAX}; no closing backtick after a name in {text!r}")
+    return quoted.group(1).replace("``", "`"), after
+
+
+def prefer_spelling(name: str) -> str:
+    """``name`` as ``--prefer`` takes it: in backticks (a backtick in it doubled) when it holds
+    a space or a comma or starts with a backtick, else as it is.
+
+    >>> prefer_spelling("note, desc"), prefer_spelling("we`ird"), prefer_spelling("`x`")
+    ('`note, desc`', 'we`ird', '```x```')
+    """
+    if name.startswith("`") or re.search(r"[\s,]", name):
+        return "`" + name.replace("`", "``") + "`"
+    return name
+
+
+def prefer_hint(name: str, present: list[str]) -> str:
+    """For a ``--prefer`` column ``name`` missing from ``present``: how to write the present
+    columns whose names hold it and need backticks (``note`` of ``note, desc``); else ``""``."""
+    spelled = [prefer_spelling(c) for c in present if name in c and prefer_spelling(c) != c]
+    return f" (in --prefer, write {' or '.join(spelled[:3])})" if spelled else ""
 
 
 @dataclass(frozen=True)
@@ -180,8 +227,9 @@ class DedupeConfig:
     # "full" every byte against its recorded SHA-256; "quick" sizes, keys, docs and pairs, and
     # each text it reads (for large indexes on object stores, where full reads cost).
     index_check: str = "full"
-    # Leave out input files whose Parquet footer cannot be read (listed in the report) instead
-    # of failing with exit 2.
+    # Skip whole the input files that cannot be read to their end (cut short, damaged,
+    # unreadable footer) and leave out malformed records, each listed in the report, instead of
+    # failing with exit 2.
     skip_corrupt: bool = False
     # Remove boilerplate units (``boilerplate``) before fingerprinting (dedupe
     # --strip-boilerplate); deduplicated/ keeps the input rows as they were.
@@ -261,8 +309,13 @@ class DedupeConfig:
                 raise UserError(f"{name} must be an integer >= 0, got {value!r}")
         if self.bucket_all_pairs_max < 2:
             raise UserError("bucket_all_pairs_max must be >= 2")
-        if not self.id_col or not self.text_col:
-            raise UserError("id_col and text_col must be non-empty column names")
+        for name in ("id_col", "text_col"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise UserError(
+                    f"{name} must be a column name, got {value!r}; in YAML or --set, quote a "
+                    f'name that reads as a number or a boolean ({name}: "2026")'
+                )
         if self.prefer is not None and not (isinstance(self.prefer, str) and self.preference):
             raise UserError(f'prefer must be text like "quality desc", got {self.prefer!r}')
 

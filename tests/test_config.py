@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import doctest
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ from neardup_spark.config import (
     default_settings_dict,
     load_settings,
     parse_override,
+    parse_prefer,
+    prefer_hint,
+    prefer_spelling,
 )
 from neardup_spark.errors import UserError
 
@@ -77,6 +81,58 @@ def test_explicit_bands_and_rows():
 def test_bad_settings_are_user_errors(overrides, options, message):
     with pytest.raises(UserError, match=message):
         build_config(overrides=overrides, options=options)
+
+
+@pytest.mark.parametrize(
+    "text, keys",
+    [
+        ("quality desc, fetch_date", (("quality", True), ("fetch_date", False))),
+        ("meta.score DESC,a[0]", (("meta.score", True), ("a[0]", False))),
+        ("we`ird asc", (("we`ird", False),)),
+        ("größe, 名前 desc", (("größe", False), ("名前", True))),
+        ("`fetch date` desc, `note, desc`", (("fetch date", True), ("note, desc", False))),
+        ("`we``ird` desc", (("we`ird", True),)),
+        ("```x```", (("`x`", False),)),
+        ("desc desc", (("desc", True),)),
+    ],
+)
+def test_prefer_names_are_taken_as_they_are_backticks_around_spaces_and_commas(text, keys):
+    assert parse_prefer(text) == keys
+    spelled = ", ".join(prefer_spelling(name) + (" desc" if desc else "") for name, desc in keys)
+    assert parse_prefer(spelled) == keys
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("`fetch date desc", "no closing backtick"),
+        ("`a`desc", "no closing backtick"),
+        ("fetch date desc", 'prefer takes "COLUMN'),
+        ("quality,", 'prefer takes "COLUMN'),
+        ("``", 'prefer takes "COLUMN'),
+        ("", 'prefer takes "COLUMN'),
+    ],
+)
+def test_prefer_syntax_errors_are_user_errors(text, message):
+    with pytest.raises(UserError, match=message):
+        parse_prefer(text)
+
+
+def test_a_missing_prefer_name_hints_at_backticks():
+    assert prefer_hint("note", ["id", "note, desc"]) == " (in --prefer, write `note, desc`)"
+    assert prefer_hint("note", ["id", "notes"]) == ""
+
+
+def test_column_names_must_be_text():
+    with pytest.raises(UserError, match="id_col must be a column name, got 2026"):
+        build_config(overrides=["id_col=2026"])
+    assert build_config(overrides=['id_col="2026"', "text_col=body text"]).id_col == "2026"
+
+
+def test_doctests():
+    from neardup_spark import config
+
+    assert doctest.testmod(config).failed == 0
 
 
 def test_missing_config_file_is_a_user_error(tmp_path):

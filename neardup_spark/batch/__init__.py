@@ -21,3 +21,24 @@ def over_batches(
         return map(per_batch, batches)
 
     return run
+
+
+def with_names(
+    run: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]], names: list[str]
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """``run`` over batches whose columns arrive under other names, given ``names`` (in order)
+    first: :func:`neardup_spark.stages.names.map_in_arrow`'s input columns keep their own names.
+    """
+
+    def renamed(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return run(
+            pa.RecordBatch.from_arrays(
+                batch.columns,
+                schema=pa.schema(
+                    [field.with_name(name) for field, name in zip(batch.schema, names, strict=True)]
+                ),
+            )
+            for batch in batches
+        )
+
+    return renamed

@@ -9,7 +9,12 @@ import logging
 import time
 from typing import Any
 
-from neardup_spark.cli.options import add_output_options, add_settings_options
+from neardup_spark.cli.options import (
+    PREFER_NAMES,
+    add_column_options,
+    add_output_options,
+    add_settings_options,
+)
 from neardup_spark.config import BOILERPLATE_MODES, JobSettings, load_settings
 from neardup_spark.errors import EXIT_OK
 from neardup_spark.kernels.boilerplate import UNITS
@@ -30,8 +35,7 @@ def add_boilerplate_options(parser: argparse.ArgumentParser) -> None:
         help="output directory: the cleaned corpus (Parquet data files), _report.json, _SUCCESS",
     )
     add_settings_options(parser)
-    parser.add_argument("--id-col", help="id column (default id)")
-    parser.add_argument("--text-col", help="text column (default text)")
+    add_column_options(parser)
     parser.add_argument("--unit", choices=UNITS, help="line, or blank-line separated paragraph")
     parser.add_argument(
         "--mode",
@@ -51,20 +55,22 @@ def add_boilerplate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--group-col",
         metavar="COL",
-        help="count documents within each value of COL (e.g. a host or site column)",
+        help="count documents within each value of COL (e.g. a host or site column; named as "
+        "the input names it)",
     )
     parser.add_argument(
         "--prefer",
         metavar='"COL [asc|desc][, COL ...]"',
         help="repeats: the first occurrence is the first document in this order (nulls last, "
-        "then the smallest id; default: the smallest id)",
+        f"then the smallest id; default: the smallest id); {PREFER_NAMES}",
     )
     add_output_options(parser)
     parser.add_argument(
         "--skip-corrupt",
         action="store_true",
         default=None,
-        help="leave out unreadable Parquet files (listed in _report.json) instead of exit 2",
+        help="skip whole the input files that cannot be read to their end (cut short, damaged) "
+        "and leave out malformed records, each listed in _report.json, instead of exit 2",
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from neardup_spark.cli.options import (
     METHOD_OPTIONS,
+    PREFER_NAMES,
     add_input_format_option,
     add_master_options,
     add_method_options,
@@ -63,7 +64,7 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         metavar='"COL [asc|desc], ..."',
         help="keep policy: each cluster keeps its document first by these input columns, e.g. "
         '"quality desc" or "fetch_date asc, source_rank desc" (nulls last, ties to the smallest '
-        "id); clusters/ and deduplicated/ follow it. Not with --index",
+        f"id); clusters/ and deduplicated/ follow it; {PREFER_NAMES}. Not with --index",
     )
     add_master_options(parser)
     add_output_options(parser)
@@ -78,7 +79,8 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         "--skip-corrupt",
         action="store_true",
         default=None,
-        help="leave out unreadable Parquet files (listed in report.json) instead of exit 2",
+        help="skip whole the input files that cannot be read to their end (cut short, damaged) "
+        "and leave out malformed records, each listed in report.json, instead of exit 2",
     )
     parser.add_argument(
         "--strip-boilerplate",

@@ -96,11 +96,26 @@ def add_ui_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# How --prefer names a column (config.parse_prefer), for the help of the options that take one.
+PREFER_NAMES = 'a name holding spaces or commas in backticks: "`fetch date` desc"'
+
+
+def add_column_options(parser: argparse.ArgumentParser) -> None:
+    """``--id-col`` and ``--text-col``: column names taken as they are (docs/input.md)."""
+    parser.add_argument(
+        "--id-col",
+        help="id column, named as the input names it (dots, spaces, backticks, any letters: "
+        "no quoting; default id)",
+    )
+    parser.add_argument(
+        "--text-col", help="text column, named as the input names it (default text)"
+    )
+
+
 def add_method_options(parser: argparse.ArgumentParser) -> None:
     """The dedupe settings that have an option of their own (dedupe, explain)."""
     parser.add_argument("--method", choices=METHODS, help="dedupe method (default minhash)")
-    parser.add_argument("--id-col", help="id column (default id)")
-    parser.add_argument("--text-col", help="text column (default text)")
+    add_column_options(parser)
     parser.add_argument("--ngram", type=int, help="words per shingle (default 5)")
     parser.add_argument("--num-perm", type=int, help="MinHash sketch size (default 200)")
     parser.add_argument("--threshold", type=float, help="Jaccard a pair must reach (default 0.8)")

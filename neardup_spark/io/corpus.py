@@ -25,22 +25,32 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup_spark.columns import DOC_ID, TEXT
+from neardup_spark.config import prefer_hint
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import LocalStorage, basename, glob_status, visible_files
+from neardup_spark.io.format_names import FORMAT_NAMES
 from neardup_spark.io.formats import (
     check_csv_headers,
     check_format,
     format_reader,
     guess_format,
+    whole_file_reader,
     without_malformed,
     zstd_needs_newer_spark,
 )
 from neardup_spark.io.globs import has_glob
 from neardup_spark.io.parquet_types import illegal_type_message
 from neardup_spark.io.paths import for_hadoop, from_spark_uri, is_local_path, local_path
-from neardup_spark.io.schemas import Footer, check_schemas, read_footers
+from neardup_spark.io.schemas import check_schemas, read_footers
 from neardup_spark.io.storage import storage_for
+from neardup_spark.io.whole_files import (
+    check_text_files,
+    footer_check,
+    refuse_or_skip,
+    spark_error_text,
+)
 from neardup_spark.runtime.engine import default_parallelism
+from neardup_spark.stages.names import as_given_hint, column
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +96,8 @@ def _read_parquet(
     files: list[str] | None = None,
 ) -> DataFrame:
     try:
-        reader = spark.read.option("mergeSchema", "true") if merge else spark.read
+        reader = whole_file_reader(spark.read)
+        reader = reader.option("mergeSchema", "true") if merge else reader
         return reader.parquet(*paths)
     except AnalysisException as exc:
         text = str(exc)
@@ -97,24 +108,9 @@ def _read_parquet(
         if "PARQUET_TYPE_ILLEGAL" in text:  # timestamp[ns], time, float16: name the columns
             first = text.splitlines()[0]
             raise UserError(illegal_type_message(shown, files or paths, first)) from None
-        raise UserError(f"cannot read {shown} as Parquet: {text.splitlines()[0]}") from None
+        raise UserError(f"cannot read {shown} as Parquet: {spark_error_text(exc)}") from None
     except Exception as exc:  # a corrupt footer met while inferring the schema
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UserError(f"cannot read {shown} as Parquet: {first}") from None
-
-
-def unreadable_files(files: list[str], fmt: str = "parquet") -> list[tuple[str, str]]:
-    """Local files whose Parquet (or ORC) footer cannot be read, with the reason.
-
-    Footers are read on the driver (a few milliseconds each, threads for many files): no Spark
-    job, so small runs do not pay for one.
-    """
-    return unreadable(read_footers(files, fmt))
-
-
-def unreadable(footers: list[Footer]) -> list[tuple[str, str]]:
-    """The files among ``footers`` that could not be read, with the reason, sorted."""
-    return sorted((f.path, f.problem) for f in footers if f.problem is not None)
+        raise UserError(f"cannot read {shown} as Parquet: {spark_error_text(exc)}") from None
 
 
 def list_data_files(spark: SparkSession | None, path: str) -> tuple[list[str], bool]:
@@ -192,8 +188,10 @@ def read_other_format(
     columns: tuple[str, ...] = (),
 ) -> tuple[DataFrame, list[dict[str, Any]]]:
     """Read JSON lines, ORC or CSV (:mod:`neardup_spark.io.formats`) with the checks Parquet
-    gets: unreadable files and schemas that disagree (ORC footers; JSON and CSV files while
-    Spark infers their schema, which reads them all and widens types) and malformed records."""
+    gets: files that cannot be read whole (ORC footers; JSON and CSV files checked to their end
+    by :mod:`~neardup_spark.io.whole_files`), refused or skipped whole, schemas that disagree
+    (ORC footers; JSON and CSV files while Spark infers their schema, which reads them all and
+    widens types) and malformed records."""
     zstd = zstd_needs_newer_spark(spark, files)
     if zstd is not None:
         raise UserError(
@@ -203,31 +201,35 @@ def read_other_format(
     if fmt == "csv":
         check_csv_headers(files, path)
     footers = read_footers(files, fmt) if fmt == "orc" else []
-    bad = unreadable(footers)
-    if bad and not skip_corrupt:
-        listed = "; ".join(f"{p} ({why})" for p, why in bad[:MAX_IDS_IN_MESSAGE])
-        raise UserError(
-            f"{len(bad)} unreadable ORC file(s) under {path}: {listed}. "
-            "Fix or remove them, or pass --skip-corrupt to go on without them."
-        )
-    skipped: list[dict[str, Any]] = [{"path": p, "error": why} for p, why in bad]
-    good = [f for f in files if f not in {p for p, _ in bad}] if bad else [path]
+    checks = (
+        [footer_check(f, fmt) for f in footers]
+        if fmt == "orc"
+        else check_text_files(spark, files, fmt)
+    )
+    skipped = refuse_or_skip(checks, path, fmt, skip_corrupt)
+    left_out = {s["path"] for s in skipped}
+    good = [f for f in files if f not in left_out] if left_out else [path]
     if not good:
-        raise UserError(f"every ORC file under {path} is unreadable")
+        raise UserError(f"every {FORMAT_NAMES[fmt]} file under {path} is unreadable")
     merge = check_schemas([f for f in footers if f.problem is None], path, columns)
     try:
-        reader = format_reader(spark, fmt, skip_corrupt)
+        reader = format_reader(spark, fmt)
         df = (reader.option("mergeSchema", "true") if merge else reader).load(good)
     except Exception as exc:  # a file Spark cannot read, met while inferring the schema
-        text = str(exc).strip()
-        first = text.splitlines()[0][:300] if text else type(exc).__name__
         raise UserError(
-            f"cannot read {path} as {fmt}: {first}. Fix or remove the file, or pass "
-            "--skip-corrupt to go on without it."
+            f"cannot read {path} as {FORMAT_NAMES[fmt]}: {spark_error_text(exc)}. Fix or remove "
+            "the file, or pass --skip-corrupt to go on without it."
         ) from None
     df, n_malformed = without_malformed(df, skip_corrupt, path)
     if n_malformed:
-        skipped.append({"path": path, "error": "malformed records", "records": n_malformed})
+        skipped.append(
+            {
+                "path": path,
+                "reason": "malformed records",
+                "error": "malformed records",
+                "records": n_malformed,
+            }
+        )
     return df, skipped
 
 
@@ -239,26 +241,22 @@ def read_parquet_files(
     skip_corrupt: bool,
     columns: tuple[str, ...] = (),
 ) -> tuple[DataFrame, list[dict[str, Any]]]:
-    """Read Parquet ``files`` (all of ``path``), checking every footer first: unreadable files,
-    schemas that disagree (:func:`~neardup_spark.io.schemas.check_schemas`)."""
+    """Read Parquet ``files`` (all of ``path``), checking every footer first: files cut short
+    or unreadable (refused, or skipped whole), schemas that disagree
+    (:func:`~neardup_spark.io.schemas.check_schemas`)."""
     footers = read_footers(files)
-    bad = unreadable(footers)
-    if bad and not skip_corrupt:
-        listed = "; ".join(f"{p} ({why})" for p, why in bad[:MAX_IDS_IN_MESSAGE])
-        raise UserError(
-            f"{len(bad)} unreadable Parquet file(s) under {path}: {listed}. "
-            "Fix or remove them, or pass --skip-corrupt to go on without them."
-        )
+    skipped = refuse_or_skip(
+        [footer_check(f, "parquet") for f in footers], path, "parquet", skip_corrupt
+    )
     merge = check_schemas([f for f in footers if f.problem is None], path, columns)
-    if not bad:
+    if not skipped:
         return _read_parquet(spark, [path], path, merge, files), []
-    skipped = {p for p, _ in bad}
-    good = [f for f in files if f not in skipped]
+    left_out = {s["path"] for s in skipped}
+    good = [f for f in files if f not in left_out]
     if not good:
         raise UserError(f"every Parquet file under {path} is unreadable")
-    log.warning("skipping %d unreadable Parquet file(s): %s", len(bad), ", ".join(sorted(skipped)))
     # basePath keeps partition columns (dir=value) discovered as if the whole path were read.
-    reader = spark.read.option("basePath", path) if is_dir else spark.read
+    reader = whole_file_reader(spark.read.option("basePath", path) if is_dir else spark.read)
     reader = reader.option("mergeSchema", "true") if merge else reader
     try:
         df = reader.parquet(*good)
@@ -266,8 +264,8 @@ def read_parquet_files(
         if "PARQUET_TYPE_ILLEGAL" in str(exc):
             first = str(exc).splitlines()[0]
             raise UserError(illegal_type_message(path, good, first)) from None
-        raise UserError(f"cannot read {path} as Parquet: {str(exc).splitlines()[0]}") from None
-    return df, [{"path": p, "error": why} for p, why in bad]
+        raise UserError(f"cannot read {path} as Parquet: {spark_error_text(exc)}") from None
+    return df, skipped
 
 
 def check_columns(df: DataFrame, id_col: str, text_col: str) -> None:
@@ -277,7 +275,7 @@ def check_columns(df: DataFrame, id_col: str, text_col: str) -> None:
         if name not in df.columns:
             raise UserError(
                 f"the {role} column {name!r} is not in the input; columns present: {present}. "
-                f"Choose it with --{role}-col."
+                f"Choose it with --{role}-col{as_given_hint(name, df.columns, f'--{role}-col')}."
             )
     id_type = df.schema[id_col].dataType
     if not isinstance(id_type, ID_TYPES):
@@ -298,16 +296,16 @@ def check_ids(df: DataFrame, id_col: str) -> None:
     core: ids are small, and each task of a scan has a fixed cost)."""
     cores = default_parallelism(df.sparkSession)
     bad = (
-        df.select(id_col)
+        df.select(column(id_col).alias(DOC_ID))
         .coalesce(max(1, cores))
-        .groupBy(id_col)
+        .groupBy(DOC_ID)
         .count()
-        .where(F.col(id_col).isNull() | (F.col("count") > 1))
-        .orderBy(F.col(id_col).asc_nulls_first())
+        .where(F.col(DOC_ID).isNull() | (F.col("count") > 1))
+        .orderBy(F.col(DOC_ID).asc_nulls_first())
         .limit(MAX_IDS_IN_MESSAGE + 1)
         .collect()
     )
-    refuse_bad_ids([(row[id_col], row["count"]) for row in bad], id_col)
+    refuse_bad_ids([(row[DOC_ID], row["count"]) for row in bad], id_col)
 
 
 def check_id_values(ids: pa.Array | pa.ChunkedArray, id_col: str) -> None:
@@ -348,6 +346,7 @@ def preference_table(
         if name not in df.columns:
             raise UserError(
                 f"--prefer: no column {name!r} in the input; columns present: {present}"
+                f"{prefer_hint(name, df.columns)}"
             )
         if isinstance(df.schema[name].dataType, UNORDERED_TYPES):
             raise UserError(
@@ -355,13 +354,14 @@ def preference_table(
                 "choose numbers, strings, dates, timestamps or booleans"
             )
     keys = [(f"prefer_{i}", desc) for i, (_, desc) in enumerate(preference)]
-    columns = [F.col(name).alias(key) for (name, _), (key, _) in zip(preference, keys, strict=True)]
-    return df.select(F.col(id_col).alias(DOC_ID), *columns), keys
+    named = zip(preference, keys, strict=True)
+    columns = [column(name).alias(key) for (name, _), (key, _) in named]
+    return df.select(column(id_col).alias(DOC_ID), *columns), keys
 
 
 def as_documents(df: DataFrame, id_col: str, text_col: str) -> DataFrame:
     """Input rows -> ``doc_id``, ``text`` (the stages' input)."""
-    return df.select(F.col(id_col).alias(DOC_ID), F.col(text_col).alias(TEXT))
+    return df.select(column(id_col).alias(DOC_ID), column(text_col).alias(TEXT))
 
 
 def files_read(df: DataFrame) -> list[str]:

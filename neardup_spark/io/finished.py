@@ -14,11 +14,13 @@ import pyarrow.dataset as ds
 
 from neardup_spark.config import DedupeConfig
 from neardup_spark.errors import UserError
-from neardup_spark.io.corpus import list_data_files
+from neardup_spark.io.corpus import comparable_path, list_data_files
 from neardup_spark.io.filesystem import pyarrow_filesystem
-from neardup_spark.io.format_names import format_of
+from neardup_spark.io.format_names import FORMAT_NAMES, format_of
 from neardup_spark.io.globs import has_glob
 from neardup_spark.io.output import REPORT_FILE
+from neardup_spark.io.schemas import read_footers
+from neardup_spark.io.whole_files import check_files_here, footer_check, refuse_or_skip
 
 
 def child(path: str, name: str) -> str:
@@ -55,9 +57,6 @@ def config_of_run(output: str) -> DedupeConfig:
     return config_of_report(read_run_report(output))
 
 
-FORMAT_NAMES = {"parquet": "Parquet", "json": "JSON lines", "csv": "CSV", "orc": "ORC"}
-
-
 def dataset_of(
     path: str, what: str, fmt: str = "parquet", files: list[str] | None = None
 ) -> ds.Dataset:
@@ -92,12 +91,39 @@ def parquet_dataset(path: str, what: str) -> ds.Dataset:
     return dataset_of(path, what)
 
 
+def skipped_paths(report: dict[str, Any]) -> frozenset[str]:
+    """The input files a finished run skipped whole (``report.json``'s ``skipped_files``; not
+    its malformed records, counted by directory), to leave out when its corpus is read again."""
+    entries = report.get("skipped_files") or []
+    return frozenset(comparable_path(e["path"]) for e in entries if "records" not in e)
+
+
+def whole_files(
+    files: list[str], fmt: str, path: str, skipped: frozenset[str] = frozenset()
+) -> list[str]:
+    """``files`` less those in ``skipped`` (:func:`skipped_paths`), each checked as ``neardup
+    dedupe`` checks it (:mod:`~neardup_spark.io.whole_files`, here): one that cannot be read
+    whole is a :class:`UserError` with the run's message."""
+    kept = [f for f in files if comparable_path(f) not in skipped]
+    if fmt in ("parquet", "orc"):
+        checks = [footer_check(footer, fmt) for footer in read_footers(kept, fmt)]
+    else:
+        checks = check_files_here(kept, fmt)
+    refuse_or_skip(checks, path, fmt, skip_corrupt=False)
+    return kept
+
+
 def corpus_dataset(
-    path: str, what: str = "corpus", fmt: str | None = None, fallback: str | None = None
+    path: str,
+    what: str = "corpus",
+    fmt: str | None = None,
+    fallback: str | None = None,
+    skipped: frozenset[str] = frozenset(),
 ) -> ds.Dataset:
     """An input corpus (a file, a directory or, as for ``neardup dedupe``, a glob) in ``fmt``,
     else in the format its files' names say, else ``fallback`` (the ``--input-format`` a run
-    was given, say), else Parquet."""
+    was given, say), else Parquet. Its files are read whole or not at all, as the run read them
+    (:func:`whole_files`; ``skipped``: those the run skipped)."""
     try:
         files = list_data_files(None, path)[0]  # as dedupe lists them: no _* or .* names
     except UserError as exc:  # named as the caller names the corpus
@@ -106,7 +132,10 @@ def corpus_dataset(
             raise
         raise UserError(f"{what} not found: {missing}") from None
     fmt = fmt or next(filter(None, map(format_of, files)), None) or fallback or "parquet"
-    return dataset_of(path, what, fmt, files if has_glob(path) else None)
+    kept = whole_files(files, fmt, path, skipped)
+    if not kept:
+        raise UserError(f"every file of the {what} {path} was skipped by the run")
+    return dataset_of(path, what, fmt, kept if has_glob(path) or len(kept) < len(files) else None)
 
 
 def require_columns(schema: pa.Schema, columns: Sequence[str], what: str, path: str) -> None:
@@ -125,10 +154,15 @@ def read_table(
     columns: Sequence[str] | None = None,
     corpus: bool = False,
     fallback: str | None = None,
+    skipped: frozenset[str] = frozenset(),
 ) -> pa.Table:
     """A whole dataset as one table (``columns``: only these, checked first): Parquet, or with
-    ``corpus`` an input corpus in any input format (:func:`corpus_dataset`)."""
-    dataset = corpus_dataset(path, what, None, fallback) if corpus else parquet_dataset(path, what)
+    ``corpus`` an input corpus in any input format (:func:`corpus_dataset`; ``skipped``: the
+    files its run skipped)."""
+    if corpus:
+        dataset = corpus_dataset(path, what, None, fallback, skipped)
+    else:
+        dataset = parquet_dataset(path, what)
     if columns is not None:
         require_columns(dataset.schema, columns, what, path)
     try:

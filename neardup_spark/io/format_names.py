@@ -5,6 +5,8 @@ shared by the Spark reader (:mod:`.formats`), the driver-side corpus reader of `
 from __future__ import annotations
 
 INPUT_FORMATS = ("parquet", "json", "orc", "csv")
+# Each format as messages name it.
+FORMAT_NAMES = {"parquet": "Parquet", "json": "JSON lines", "csv": "CSV", "orc": "ORC"}
 # Name endings of compressed files, removed before the format's own ending is looked at.
 COMPRESSION_SUFFIXES = (
     ".gz",

@@ -30,6 +30,7 @@ from neardup_spark.io.format_names import (
 )
 from neardup_spark.io.paths import is_local_path, local_path
 from neardup_spark.runtime.spark_compat import version_tuple
+from neardup_spark.stages.names import column
 
 ZSTD_SUFFIXES = (".zst", ".zstd")
 # The first Spark that reads zstd-compressed text without a native Hadoop library (SPARK-52482).
@@ -149,13 +150,16 @@ def check_csv_headers(files: list[str], shown: str) -> None:
         )
 
 
-def format_reader(spark: SparkSession, fmt: str, skip_corrupt: bool) -> DataFrameReader:
-    """A reader of ``fmt`` (not Parquet) with its options; ``skip_corrupt`` also skips files
-    Spark cannot read to the end (``ignoreCorruptFiles``)."""
-    reader = spark.read.format(fmt).options(**READS[fmt].options)
-    if skip_corrupt:
-        reader = reader.option("ignoreCorruptFiles", "true")
-    return reader
+def whole_file_reader(reader: DataFrameReader) -> DataFrameReader:
+    """``reader`` failing on a file it cannot read to its end, whatever the session sets: with
+    ``ignoreCorruptFiles`` Spark keeps the rows before the point it stopped at, without a word
+    (:mod:`~neardup_spark.io.whole_files` finds such files first, to skip them whole)."""
+    return reader.option("ignoreCorruptFiles", "false")
+
+
+def format_reader(spark: SparkSession, fmt: str) -> DataFrameReader:
+    """A reader of ``fmt`` (not Parquet) with its options (:func:`whole_file_reader`)."""
+    return whole_file_reader(spark.read.format(fmt).options(**READS[fmt].options))
 
 
 def without_malformed(df: DataFrame, skip: bool, shown: str) -> tuple[DataFrame, int]:
@@ -176,7 +180,7 @@ def without_malformed(df: DataFrame, skip: bool, shown: str) -> tuple[DataFrame,
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.min(CORRUPT_RECORD).alias("first"),
-            F.max(F.col(others[0]).isNull()).alias("read_too"),
+            F.max(column(others[0]).isNull()).alias("read_too"),
         )
         .first()
     )

@@ -64,6 +64,7 @@ from neardup_spark.pipeline.steps import document_table
 from neardup_spark.runtime.faults import batch_faults
 from neardup_spark.runtime.spark_compat import local_checkpoint, to_arrow
 from neardup_spark.stages.candidates import banded_candidate_pairs
+from neardup_spark.stages.names import column
 from neardup_spark.stages.verify import score_candidate_texts, verified
 
 MEMORY = StorageLevel.MEMORY_AND_DISK
@@ -142,10 +143,10 @@ def keep(frame: DataFrame, level: StorageLevel = MEMORY) -> DataFrame:
 
 def batch_documents(df: DataFrame, config: DedupeConfig) -> DataFrame:
     """Input rows -> ``doc_id`` (string, or integer ids as bigint), ``text``."""
-    id_col = F.col(config.id_col)
+    id_col = column(config.id_col)
     if not isinstance(df.schema[config.id_col].dataType, T.StringType):
         id_col = id_col.cast(T.LongType())
-    return df.select(id_col.alias(DOC_ID), F.col(config.text_col).alias(TEXT))
+    return df.select(id_col.alias(DOC_ID), column(config.text_col).alias(TEXT))
 
 
 @dataclass

@@ -59,6 +59,7 @@ from neardup_spark.stages.boilerplate import (
     stripped_texts,
     unit_documents,
 )
+from neardup_spark.stages.names import column
 
 # The units report.json lists, most documents first.
 TOP_UNITS = 50
@@ -257,7 +258,7 @@ def boilerplate_step(df: DataFrame, config: DedupeConfig, timer: StageTimer) -> 
     options = config.boilerplate
     keep = [config.id_col, config.text_col]
     keep += [c for c in (options.group_col, *(n for n, _ in options.prefer_order)) if c]
-    found = find_boilerplate(df.select(*dict.fromkeys(keep)), config, timer)
+    found = find_boilerplate(df.select(*map(column, dict.fromkeys(keep))), config, timer)
     docs = unit_documents(df, config)
     drops = df.transform(drop_lists(config, found.table)) if found.joined else None
     features_of = cleaned_document_features(

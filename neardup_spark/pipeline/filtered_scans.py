@@ -47,6 +47,7 @@ from neardup_spark.stages.addresses import (
     rows_of_words,
     with_addresses,
 )
+from neardup_spark.stages.names import column
 from neardup_spark.stages.verify import side_requests
 
 # Rows of a file per block of the address-ordered read: a task reads whole blocks, so a row
@@ -84,8 +85,8 @@ class AddressedInput:
         allowed)."""
         words = ids.transform(address_words(self.id_scan, self.id_col))
         texts = self.scan.select(
-            F.col(self.id_col).alias(DOC_ID),
-            F.col(self.text_col).alias(TEXT),
+            column(self.id_col).alias(DOC_ID),
+            column(self.text_col).alias(TEXT),
             FILE_PATH,
             ROW_INDEX,
         )
@@ -106,7 +107,7 @@ class AddressedInput:
         ordered = located.repartition(partitions, FILE_NO, block).sortWithinPartitions(
             FILE_NO, ROW_INDEX
         )
-        text_type = self.scan.select(self.text_col).schema.fields[0].dataType
+        text_type = self.scan.select(column(self.text_col)).schema.fields[0].dataType
         carried = [DOC_A, DOC_B, SIDE]
         schema = T.StructType(
             [*(ordered.schema[name] for name in carried), T.StructField(TEXT, text_type, False)]
@@ -132,7 +133,7 @@ class AddressedInput:
             ),
         )
         return (
-            self.id_scan.select(F.col(self.id_col).alias(DOC_ID), FILE_PATH, ROW_INDEX)
+            self.id_scan.select(column(self.id_col).alias(DOC_ID), FILE_PATH, ROW_INDEX)
             .join(F.broadcast(numbers), FILE_PATH)
             .drop(FILE_PATH)
         )

@@ -38,6 +38,7 @@ from neardup_spark.kernels.spark_partitions import partition_keys
 from neardup_spark.pipeline.filtered_scans import AddressedInput
 from neardup_spark.pipeline.local_output import RowsCopy
 from neardup_spark.runtime.engine import default_parallelism, from_arrow
+from neardup_spark.stages.names import column
 
 _PART = "_neardup_part"
 # Copying tasks per core: whole files each, so a few per core even out files of unlike sizes.
@@ -81,7 +82,7 @@ def copy_in_tasks(source: RemovedRows, copy: RowsCopy, staged: OutputDir, name: 
         copy.compression,
         local_path(target),
     )
-    id_type = source.addressed.scan.select(source.addressed.id_col).schema.fields[0].dataType
+    id_type = source.addressed.scan.select(column(source.addressed.id_col)).schema[0].dataType
     parts = pa.array(routes[task_of_file], pa.int32())
     addresses = source.addressed.numbered_addresses(files, {_PART: parts})
     removed = source.members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(DOC_ID)

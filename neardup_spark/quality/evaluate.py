@@ -70,7 +70,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from neardup_spark.errors import UserError
-from neardup_spark.io.finished import read_table
+from neardup_spark.io.finished import read_table, skipped_paths
 from neardup_spark.io.output import REPORT_FILE
 from neardup_spark.kernels.normalize import DEFAULT_OPTIONS
 from neardup_spark.quality.generate import generated_part
@@ -192,7 +192,12 @@ def _read_corpus(run: RunTables, corpus: str, max_docs: int) -> _Corpus:
     s = run.settings
     fallback = run.report.get("input_format")  # the run's --input-format, if any
     table = read_table(
-        corpus, "corpus", columns=(s.id_col, s.text_col), corpus=True, fallback=fallback
+        corpus,
+        "corpus",
+        columns=(s.id_col, s.text_col),
+        corpus=True,
+        fallback=fallback,
+        skipped=skipped_paths(run.report),
     )
     n = table.num_rows
     if n > max_docs:

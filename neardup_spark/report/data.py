@@ -38,7 +38,13 @@ from neardup_spark.columns import (
     METHOD,
     SIMILARITY,
 )
-from neardup_spark.io.finished import child, parquet_dataset, read_run_report, require_columns
+from neardup_spark.io.finished import (
+    child,
+    parquet_dataset,
+    read_run_report,
+    require_columns,
+    skipped_paths,
+)
 from neardup_spark.kernels.lsh import approximate_threshold, candidate_probability
 from neardup_spark.kernels.simhash import block_layout
 from neardup_spark.report.largest_clusters import (
@@ -132,6 +138,7 @@ def report_data(
         tally.links,
         max(max_members, 1),
         report.get("input_format"),
+        skipped_paths(report),
     )
     return data
 

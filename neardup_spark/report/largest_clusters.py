@@ -78,12 +78,13 @@ def read_texts(
     text_col: str,
     ids: Sequence[Any],
     input_format: str | None = None,
+    skipped: frozenset[str] = frozenset(),
 ) -> tuple[dict[Any, str | None], str | None]:
     """Texts of ``ids`` read with a dataset filter; ``({id: text}, problem or None)``. The
     corpus is in the format its files' names say, else ``input_format`` (the run's
-    ``--input-format``)."""
+    ``--input-format``); ``skipped``: the files the run skipped whole."""
     try:
-        dataset = corpus_dataset(corpus, fallback=input_format)
+        dataset = corpus_dataset(corpus, fallback=input_format, skipped=skipped)
         require_columns(dataset.schema, (id_col, text_col), "corpus", corpus)
         id_type = dataset.schema.field(id_col).type
         table = dataset.to_table(
@@ -227,18 +228,20 @@ def largest_clusters_section(
     links: Links,
     max_members: int,
     input_format: str | None = None,
+    skipped: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(corpus, top_clusters)``: where the texts came from (or why they are missing), and
     the clusters of ``sizes`` (id -> size, largest first), each with at most ``max_members``
     members in breadth-first order along ``links``. ``input_format``: the run's
-    ``--input-format``, for a corpus whose file names do not say it."""
+    ``--input-format``, for a corpus whose file names do not say it; ``skipped``: the input
+    files the run skipped whole (:func:`~neardup_spark.io.finished.skipped_paths`)."""
     orders = {cid: bfs_order(cid, members_of[cid], links, max_members) for cid in sizes}
     wanted = [m for order in orders.values() for m, _, _, _ in order]
     texts: dict[Any, str | None] = {}
     problem: str | None = None if corpus else "report.json records no input path"
     if corpus and wanted:
         id_col, text_col = str(config.get("id_col", "id")), str(config.get("text_col", "text"))
-        texts, problem = read_texts(corpus, id_col, text_col, wanted, input_format)
+        texts, problem = read_texts(corpus, id_col, text_col, wanted, input_format, skipped)
     corpus_info = {
         "path": corpus,
         "available": bool(corpus) and problem is None,

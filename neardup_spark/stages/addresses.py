@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from neardup_spark.columns import DOC_ID
+from neardup_spark.stages.names import column
 
 FILE_PATH = "_neardup_file"
 ROW_INDEX = "_neardup_row"
@@ -75,7 +76,7 @@ def address_words(addressed: DataFrame, id_col: str) -> Callable[[DataFrame], Da
     """
 
     def transform(ids: DataFrame) -> DataFrame:
-        addresses = addressed.select(F.col(id_col).alias(DOC_ID), FILE_PATH, ROW_INDEX)
+        addresses = addressed.select(column(id_col).alias(DOC_ID), FILE_PATH, ROW_INDEX)
         located = ids.select(DOC_ID).join(addresses, DOC_ID)
         offset = (F.col(ROW_INDEX) % WORD_ROWS).cast("int")
         bit = F.call_function("shiftleft", F.lit(1).cast("long"), offset)
@@ -95,7 +96,7 @@ def rows_of_words(words: DataFrame, members: bool) -> Callable[[DataFrame], Data
     """
 
     def transform(addressed: DataFrame) -> DataFrame:
-        columns = [c for c in addressed.columns if c not in (FILE_PATH, ROW_INDEX)]
+        columns = [column(c) for c in addressed.columns if c not in (FILE_PATH, ROW_INDEX)]
         keyed = addressed.withColumn(WORD, F.shiftright(F.col(ROW_INDEX), _WORD_SHIFT))
         joined = keyed.join(F.broadcast(words), [FILE_PATH, WORD], "left")
         offset = (F.col(ROW_INDEX) % WORD_ROWS).cast("int")

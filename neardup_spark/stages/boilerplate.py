@@ -37,10 +37,11 @@ from neardup_spark.columns import (
     UNIT_KEY,
     UNITS_WITH_WORDS,
 )
-from neardup_spark.config import DedupeConfig
+from neardup_spark.config import DedupeConfig, prefer_hint
 from neardup_spark.errors import UserError
 from neardup_spark.stages.clusters import nan_as_null
 from neardup_spark.stages.documents import documents_schema
+from neardup_spark.stages.names import as_given_hint, column, map_in_arrow
 
 # Columns the cleaning pass adds for the run's counts (observed, then dropped).
 COUNT_HELPERS = (UNITS_WITH_WORDS, EMPTIED, CHARS)
@@ -73,9 +74,14 @@ def check_boilerplate_columns(df: DataFrame, config: DedupeConfig) -> None:
     wanted += [("prefer", name) for name, _ in options.prefer_order]
     for role, name in wanted:
         if name not in df.columns:
+            hint = (
+                prefer_hint(name, df.columns)
+                if role == "prefer"
+                else as_given_hint(name, df.columns, "--group-col")
+            )
             raise UserError(
                 f"the {role} column {name!r} is not in the input; columns present: "
-                f"{', '.join(df.columns)}"
+                f"{', '.join(df.columns)}{hint}"
             )
 
 
@@ -87,9 +93,9 @@ def unit_documents(df: DataFrame, config: DedupeConfig) -> DataFrame:
     """Input rows -> what the batch functions read: ``doc_id``, ``text``, the group column as a
     string (``__neardup_group``, with ``group_col``) and the prefer columns (repeats mode)."""
     options = config.boilerplate
-    columns = [F.col(config.id_col).alias(DOC_ID), F.col(config.text_col).alias(TEXT)]
+    columns = [column(config.id_col).alias(DOC_ID), column(config.text_col).alias(TEXT)]
     if options.group_col:
-        columns.append(F.col(options.group_col).cast("string").alias(GROUP))
+        columns.append(column(options.group_col).cast("string").alias(GROUP))
     columns += [  # NaN as null: a missing score ranks last, not first (clusters.nan_as_null)
         nan_as_null(df, name).alias(_prefer_name(i))
         for i, (name, _) in enumerate(options.prefer_order)
@@ -215,13 +221,14 @@ def stripped_texts(
     def transform(df: DataFrame) -> DataFrame:
         rows = df
         if group_col and GROUP not in rows.columns:  # else unit_documents made it
-            rows = rows.withColumn(GROUP, F.col(group_col).cast("string"))
+            rows = rows.withColumn(GROUP, column(group_col).cast("string"))
         if drops is not None:
             rows = _with_drops(rows, id_col, drops)
         per_batch = strip_columns_fn(
             config, text_col, id_col, boilerplate, with_examples, keep_emptied
         )
-        return rows.mapInArrow(over_batches(per_batch), stripped_schema(rows, with_examples))
+        schema = stripped_schema(rows, with_examples)
+        return map_in_arrow(rows, over_batches(per_batch), schema)
 
     return transform
 
@@ -229,7 +236,7 @@ def stripped_texts(
 def _with_drops(rows: DataFrame, id_col: str, drops: DataFrame) -> DataFrame:
     """``rows`` with each document's ``__neardup_drop_keys`` (null when it has none)."""
     keyed = drops.withColumnRenamed(DOC_ID, "__neardup_drop_id")
-    joined = rows.join(keyed, F.col(id_col) == F.col("__neardup_drop_id"), "left")
+    joined = rows.join(keyed, column(id_col) == F.col("__neardup_drop_id"), "left")
     return joined.drop("__neardup_drop_id")
 
 

@@ -23,6 +23,7 @@ from neardup_spark.columns import (
     N_CHARS,
     SIMILARITY,
 )
+from neardup_spark.stages.names import column
 
 PAIRS_COLUMNS = (DOC_A, DOC_B, METHOD, SIMILARITY, JACCARD, ESTIMATE, HAMMING)
 
@@ -82,10 +83,10 @@ def nan_as_null(frame: DataFrame, name: str) -> Column:
     """Column ``name`` of ``frame`` with NaN as null, to order by: Spark orders NaN above every
     number, so a score missing as NaN (CSV's "NaN", a failed division) would rank first under
     ``desc``; as null it ranks last in either direction, as a missing score should."""
-    column = F.col(name)
+    value = column(name)
     if isinstance(frame.schema[name].dataType, (T.FloatType, T.DoubleType)):
-        return F.when(F.isnan(column), F.lit(None)).otherwise(column)
-    return column
+        return F.when(F.isnan(value), F.lit(None)).otherwise(value)
+    return value
 
 
 def cluster_table(members: DataFrame) -> Callable[[DataFrame], DataFrame]:

@@ -22,6 +22,11 @@ import pytest
 from neardup_spark.bench.connect_server import connect_server
 from neardup_spark.quality.generate import generate_corpus
 from neardup_spark.runtime.faults import SLOW_BATCH_ENV
+from tests.odd_columns import ID as ODD_ID
+from tests.odd_columns import PREFER as ODD_PREFER
+from tests.odd_columns import SITE as ODD_SITE
+from tests.odd_columns import TEXT as ODD_TEXT
+from tests.odd_columns import odd_table, write_corpus
 from tests.spark_state import cli_on_session
 
 REPO = Path(__file__).resolve().parents[2]
