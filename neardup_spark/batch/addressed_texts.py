@@ -20,7 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from neardup_spark.batch.input_reads import read_row_group
 from neardup_spark.columns import DOC_ID, TEXT
+from neardup_spark.errors import InputChanged
 
 FILE_NO = "_neardup_file_no"  # the file's place in the run's list of input files
 ROW_INDEX = "_neardup_row"  # the row's place in its file (Spark's ``_metadata.row_index``)
@@ -54,13 +56,13 @@ class _RowGroupReader:
     def row_group(self, index: int) -> pa.Table:
         if self.cached is None or self.cached[0] != index:
             columns = [self.files.id_col, self.files.text_col]
-            self.cached = (index, self.parquet.read_row_group(index, columns=columns))
+            self.cached = (index, read_row_group(self.parquet, self.path, index, columns))
         return self.cached[1]
 
     def texts(self, rows: np.ndarray, ids: pa.Array) -> list[pa.Array]:
         """The texts at ``rows`` (sorted) of this file, checked to belong to ``ids``."""
         if len(rows) and (rows.min() < 0 or rows.max() >= self.starts[-1]):
-            raise RuntimeError(
+            raise InputChanged(
                 f"verification: {self.path} has {self.starts[-1]} rows, fewer than a "
                 "candidate's address: the input changed during the run"
             )
@@ -74,7 +76,7 @@ class _RowGroupReader:
             found = table.column(self.files.id_col).take(local)
             wanted = ids.slice(lo, hi - lo)
             if not pc.all(pc.equal(found.cast(wanted.type), wanted)).as_py():
-                raise RuntimeError(
+                raise InputChanged(
                     f"verification: row group {group} of {self.path} does not hold the "
                     "documents Spark read there: the input changed during the run"
                 )

@@ -19,7 +19,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from neardup_spark.batch.addressed_texts import FILE_NO, ROW_INDEX
+from neardup_spark.batch.input_reads import read_row_group
 from neardup_spark.columns import DOC_ID
+from neardup_spark.errors import InputChanged
 
 TASK = "_neardup_task"  # the marker row's task number (null on address rows)
 COPIED = "copied"  # summary: rows written
@@ -90,16 +92,16 @@ def _copy_file(copies: FileCopies, file_no: int, dropped: np.ndarray, ids: pa.Ch
         pq.ParquetWriter(out, copies.schema, compression=copies.compression) as writer,
     ):
         if len(dropped) and dropped[-1] >= source.metadata.num_rows:
-            raise RuntimeError(f"{path} has fewer rows than Spark read: the input changed")
+            raise InputChanged(f"{path} has fewer rows than Spark read: the input changed")
         for group in range(source.metadata.num_row_groups):
-            table = source.read_row_group(group)
+            table = read_row_group(source, path, group)
             stop = start + table.num_rows
             lo, hi = np.searchsorted(dropped, [start, stop])
             local = dropped[lo:hi] - start
             found = table.column(copies.id_col).take(pa.array(local))
             same = pc.equal(found.cast(ids.type), ids.slice(lo, hi - lo))
             if len(local) and not pc.all(same).as_py():
-                raise RuntimeError(
+                raise InputChanged(
                     f"row group {group} of {path} does not hold the documents Spark read "
                     "there: the input changed during the run"
                 )

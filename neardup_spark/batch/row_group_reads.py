@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup_spark.batch.input_reads import read_row_group
 from neardup_spark.columns import DOC_ID, TEXT
 
 RowGroup = tuple[str, int]  # a local file's path, a row group's number in it
@@ -38,7 +39,7 @@ def row_groups_fn(
             for task in batch.column(0).to_pylist():
                 for path, group in tasks[task]:
                     with pq.ParquetFile(path) as parquet:
-                        rows = parquet.read_row_group(group, columns=list(columns))
+                        rows = read_row_group(parquet, path, group, columns)
                     documents = pa.table(
                         {
                             DOC_ID: rows.column(0).cast(types[0]),

@@ -12,6 +12,8 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
+from neardup_spark.errors import EXIT_MACHINE_ERROR
+
 # Spark's Python package comes from an extra (a cluster, Databricks or a Connect client brings
 # its own): the command says which to install rather than failing on an import.
 NO_PYSPARK = (
@@ -21,11 +23,19 @@ NO_PYSPARK = (
 )
 
 
+# The standard streams, by file descriptor.
+STREAMS = ((0, "stdin"), (1, "stdout"), (2, "stderr"))
+STREAM_CLOSED = (
+    "warning: standard output was closed when neardup started (>&-): what the command prints "
+    "is discarded; its exit code and OUTPUT tell how it went"
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``neardup ARGS``; returns the exit code."""
     if importlib.util.find_spec("pyspark") is None:
         print(NO_PYSPARK, file=sys.stderr)
-        return 2
+        return EXIT_MACHINE_ERROR
     from neardup_spark.cli.app import main as run
 
     return run(argv)
@@ -34,7 +44,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 def command() -> NoReturn:
     """The ``neardup`` script and ``python -m neardup_spark``: :func:`main`, then
     :func:`exit_quickly` with its code."""
+    closed = open_closed_streams()
+    if "stdout" in closed:
+        print(STREAM_CLOSED, file=sys.stderr)
     exit_quickly(main())
+
+
+def open_closed_streams() -> list[str]:
+    """Open ``/dev/null`` as each standard stream the process was started without
+    (``neardup ... >&-``), and name them. Left closed, the stream's file descriptor would be
+    the next file opened (a file of OUTPUT, a log), and what Python, Spark's JVM or any child
+    process writes to that stream would be written into that file; and ``sys.stdout`` would
+    be None, which no printing or flushing code expects."""
+    closed = []
+    for fd, name in STREAMS:
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: fd, if below
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            mode = "r" if fd == 0 else "w"
+            # the stream for the life of the process, as Python opens sys.stdout
+            setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
+            closed.append(name)
+    return closed
 
 
 def exit_quickly(code: int) -> NoReturn:
@@ -50,10 +85,11 @@ def exit_quickly(code: int) -> NoReturn:
             thread.join()
     atexit._run_exitfuncs()
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except (BrokenPipeError, ValueError):
         code = code or 128 + signal.SIGPIPE
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         sys.stderr.flush()
     os._exit(code)
 

@@ -6,10 +6,12 @@ unless said:
 
 * 0 success;
 * 2 user error, "fix the command": bad arguments, settings (a ``--set`` value Spark refuses,
-  a bad memory size), input or output location;
+  a bad memory size), input or output location, an input file that does not read (its footer
+  or, found mid-run by Spark or PyArrow, its data);
 * 3 machine error, "fix the machine": no Java, the wrong Java, JAVA_HOME pointing nowhere, a
   port that cannot be bound, a master or Spark Connect server that does not answer;
 * 1 job failure, "retry" (logged with its traceback); a damaged index (one line: restore it);
+  an input that changed under the run (one line: run again);
 * 130 / 143 stopped by SIGINT / SIGTERM; 141 standard output closed by its reader.
 
 A failure before the first stage (a session that does not start) is always 2 or 3, never 1: a
@@ -51,7 +53,10 @@ from neardup_spark.errors import (
     MachineError,
     UserError,
     index_damage_in,
+    input_change_in,
+    input_damage_in,
 )
+from neardup_spark.io.input_failures import failed_input_read
 from neardup_spark.runtime import console
 from neardup_spark.runtime.interrupts import Interrupted, handle_signals, received, stop_spark
 
@@ -103,7 +108,8 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
                 code = func(args)
                 # A pipe's output waits in Python's buffer: written here, a reader that has
                 # gone is this command's broken pipe (below), not an error at exit (exit 120).
-                sys.stdout.flush()
+                if sys.stdout is not None:
+                    sys.stdout.flush()
                 return code
             except Exception:
                 if received() is not None:  # the job a signal cancelled failed first
@@ -120,12 +126,28 @@ def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namesp
     except Exception as exc:
         if isinstance(exc, BrokenPipeError) and stdout_closed():
             return stdout_was_closed()
-        damage = index_damage_in(exc)
-        if damage is not None:
-            print(f"error: {damage}", file=sys.stderr)
-            return EXIT_FAILURE
-        log.exception("the job failed")
+        return job_failed(exc, args)
+
+
+def job_failed(exc: Exception, args: argparse.Namespace) -> int:
+    """The exit code of a command that failed with ``exc``, its message shown: an input file
+    that does not read (raised here, in a Spark task, or Spark's own read of a file under the
+    command's INPUT) is 2 in one line; an input that changed under the run, a damaged index
+    are 1 in one line; any other failure is 1, logged with its traceback."""
+    given = getattr(args, "input", None)
+    inputs = [given] if isinstance(given, str) else []
+    unreadable = input_damage_in(exc) or failed_input_read(
+        exc, inputs, getattr(args, "input_format", None)
+    )
+    if unreadable is not None:
+        print(f"error: {unreadable}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    one_line = input_change_in(exc) or index_damage_in(exc)
+    if one_line is not None:
+        print(f"error: {one_line}", file=sys.stderr)
         return EXIT_FAILURE
+    log.exception("the job failed")
+    return EXIT_FAILURE
 
 
 def stdout_closed() -> bool:

@@ -28,6 +28,7 @@ from neardup_spark.columns import DOC_ID, TEXT
 from neardup_spark.config import prefer_hint
 from neardup_spark.errors import UserError
 from neardup_spark.io.filesystem import LocalStorage, basename, glob_status, visible_files
+from neardup_spark.io.footer_rows import with_footer_rows
 from neardup_spark.io.format_names import FORMAT_NAMES
 from neardup_spark.io.formats import (
     check_csv_headers,
@@ -220,7 +221,7 @@ def read_other_format(
             f"cannot read {path} as {FORMAT_NAMES[fmt]}: {spark_error_text(exc)}. Fix or remove "
             "the file, or pass --skip-corrupt to go on without it."
         ) from None
-    df, n_malformed = without_malformed(df, skip_corrupt, path)
+    df, n_malformed = without_malformed(with_footer_rows(df, footers), skip_corrupt, path)
     if n_malformed:
         skipped.append(
             {
@@ -250,7 +251,7 @@ def read_parquet_files(
     )
     merge = check_schemas([f for f in footers if f.problem is None], path, columns)
     if not skipped:
-        return _read_parquet(spark, [path], path, merge, files), []
+        return with_footer_rows(_read_parquet(spark, [path], path, merge, files), footers), []
     left_out = {s["path"] for s in skipped}
     good = [f for f in files if f not in left_out]
     if not good:
@@ -265,7 +266,7 @@ def read_parquet_files(
             first = str(exc).splitlines()[0]
             raise UserError(illegal_type_message(path, good, first)) from None
         raise UserError(f"cannot read {path} as Parquet: {spark_error_text(exc)}") from None
-    return df, skipped
+    return with_footer_rows(df, footers), skipped
 
 
 def check_columns(df: DataFrame, id_col: str, text_col: str) -> None:

@@ -31,12 +31,14 @@ FOOTER_THREADS = 8
 
 @dataclass(frozen=True)
 class Footer:
-    """One data file's footer: its Arrow ``schema``, or the ``problem`` that kept it from being
-    read (both ``None`` for a file not on the local file system: not read here)."""
+    """One data file's footer: its Arrow ``schema`` and the ``rows`` it says the file holds,
+    or the ``problem`` that kept it from being read (all ``None`` for a file not on the local
+    file system: not read here)."""
 
     path: str
     schema: pa.Schema | None = None
     problem: str | None = None
+    rows: int | None = None
 
 
 def read_footer(path: str, fmt: str = "parquet") -> Footer:
@@ -48,12 +50,14 @@ def read_footer(path: str, fmt: str = "parquet") -> Footer:
         if fmt == "orc":
             import pyarrow.orc as orc
 
-            schema = orc.ORCFile(local).schema
+            found = orc.ORCFile(local)
+            schema, rows = found.schema, found.nrows
         else:
-            schema = pq.read_metadata(local).schema.to_arrow_schema()
+            metadata = pq.read_metadata(local)
+            schema, rows = metadata.schema.to_arrow_schema(), metadata.num_rows
     except Exception as exc:
         return Footer(path, problem=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
-    return Footer(path, schema=schema)
+    return Footer(path, schema=schema, rows=rows)
 
 
 def read_footers(files: list[str], fmt: str = "parquet") -> list[Footer]:

@@ -93,6 +93,7 @@ from neardup_spark.io.corpus import (
     read_corpus,
 )
 from neardup_spark.io.filesystem import join
+from neardup_spark.io.footer_rows import check_rows_read, footer_rows
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT, hold_lease
 from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.io.paths import check_writable
@@ -307,6 +308,7 @@ def index_batch(ctx: BatchContext) -> dict[str, Any]:
     features: DataFrame | pa.Table | None = features_in_process(ctx)
     if features is None:
         features = batch_features(ctx)
+    check_rows_read(footer_rows(ctx.df), ctx.n_new, "the batch's input files")
     if ctx.n_new <= ctx.config.nightly_driver_max_docs:
         night = index_on_driver(ctx, features)
     else:

@@ -39,6 +39,7 @@ from neardup_spark.io.corpus import (
     files_read,
     read_corpus,
 )
+from neardup_spark.io.footer_rows import check_rows_read, footer_rows
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import OutputDir, OutputLayout
 from neardup_spark.pipeline.execution import grouped_input, run_alongside, start_python_workers
@@ -309,6 +310,7 @@ def boilerplate_locked(
         )
         check_columns(df, config.id_col, config.text_col)
         check_boilerplate_columns(df, config)
+    expected_rows = footer_rows(df)
     df, _ = grouped_input(df)
     # Repeats mode keeps the occurrence of one document per unit: ids must name one each.
     ids_checked = (
@@ -326,6 +328,7 @@ def boilerplate_locked(
             ids_checked()
     workers_started()
     section = cleaning.report()
+    check_rows_read(expected_rows, section["counts"]["documents"], input_path)
     cleaning.release()
     wall = time.perf_counter() - started
     report = {

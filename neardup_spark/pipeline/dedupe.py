@@ -30,6 +30,7 @@ from neardup_spark.io.corpus import (
     read_corpus,
 )
 from neardup_spark.io.filesystem import LocalStorage, join, write_parquet_file
+from neardup_spark.io.footer_rows import check_rows_read, footer_rows
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import CHECKPOINT_DIR, DEDUPE_LAYOUT, REPORT_FILE, OutputDir
 from neardup_spark.pipeline.boilerplate import boilerplate_step
@@ -284,6 +285,7 @@ def run_locked(
         results=plan.results,
         local=local,
     )
+    check_rows_read(footer_rows(df), result.report["counts"]["input_rows"], source.shown)
     keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
     with timer.stage("write"):
         local_out = isinstance(staged.storage, LocalStorage)
@@ -410,6 +412,7 @@ def run_to_tables(
         check_columns(df, config.id_col, config.text_col)
         tables.check(spark)
     result = dedupe(df, config, timer=timer)
+    check_rows_read(footer_rows(df), result.report["counts"]["input_rows"], source.shown)
     keep_column_types(spark)
     with timer.stage("write"):
         for name in TABLES:

@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
 from neardup_spark.batch.documents import documents_columns_fn
+from neardup_spark.batch.input_reads import read_row_group
 from neardup_spark.batch.row_group_reads import tasks_of
 from neardup_spark.columns import DOC_ID, TEXT
 from neardup_spark.config import DedupeConfig
@@ -199,7 +200,7 @@ def read_and_sketch(
     def per_unit(unit: tuple[str, int]) -> tuple[pa.Table, list[pa.RecordBatch]]:
         path, group = unit
         with pq.ParquetFile(path) as parquet:
-            rows = parquet.read_row_group(group, columns=columns, use_threads=False)
+            rows = read_row_group(parquet, path, group, columns, use_threads=False)
         text = rows.column(1)
         documents = pa.table(
             {DOC_ID: rows.column(0).cast(id_type), TEXT: text.cast(_TEXT_TYPES[text.type])}

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from neardup_spark.batch.input_reads import read_row_group
 from neardup_spark.io.filesystem import pyarrow_filesystem
 from neardup_spark.io.output import OutputDir
 from neardup_spark.pipeline.in_process import LocalInput, in_process_threads, map_in_threads
@@ -111,7 +112,7 @@ def write_rows_without(
             ) as writer,
         ):
             for group in groups:
-                rows = source.read_row_group(group)
+                rows = read_row_group(source, path, group)
                 kept = rows.filter(pc.invert(pc.is_in(rows.column(id_col), value_set=removed)))
                 writer.write_table(kept.cast(copy.schema))
 

@@ -237,7 +237,7 @@ def connect_session(url: str, settings: SessionSettings, app_name: str) -> Spark
     try:
         spark = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
         check_spark_version(spark)
-    except UserError:
+    except (UserError, MachineError):
         raise
     except Exception as exc:  # the server answered TCP but not as a Spark Connect server
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -23,7 +23,7 @@ import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from neardup_spark.errors import UserError
+from neardup_spark.errors import MachineError
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +45,15 @@ def version_tuple(version: str) -> tuple[int, int]:
 
 
 def check_spark_version(spark: SparkSession) -> None:
-    """Refuse a Spark older than 3.5 (:class:`UserError`, exit 2); warn on an untested major."""
+    """Refuse a Spark older than 3.5 (:class:`MachineError`, exit 3: the installed Spark, or
+    the cluster's, is at fault, not the command); warn on an untested major."""
     version = spark.version
     found = version_tuple(version)
     if found < MIN_SPARK:
-        raise UserError(
-            f"Spark {version} is not supported: neardup-spark needs Spark 3.5 or newer "
-            "(docs/clusters.md, 'Spark and Python versions')"
+        raise MachineError(
+            f"Spark {version} is not supported: neardup-spark needs Spark 3.5 or newer; install "
+            "a newer pyspark, or run on a newer cluster (docs/clusters.md, 'Spark and Python "
+            "versions')"
         )
     if found >= UNTESTED_SPARK:
         log.warning("Spark %s is newer than the versions tested (3.5 to 4.x)", version)
