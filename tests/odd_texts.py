@@ -1,5 +1,5 @@
 """Input rows whose counts the per-document pass tells apart, for the tests that compare its
-two ways of running (Spark tasks, or this process: neardup_spark/pipeline/in_process.py)."""
+two ways of running (Spark tasks, or this process: neardup_spark/pipeline/sketch.py)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import doctest
+import importlib
 from pathlib import Path
 
 import pytest
@@ -129,10 +130,14 @@ def test_column_names_must_be_text():
     assert build_config(overrides=['id_col="2026"', "text_col=body text"]).id_col == "2026"
 
 
-def test_doctests():
-    from neardup_spark import config
-
-    assert doctest.testmod(config).failed == 0
+@pytest.mark.parametrize("module", ["", ".prefer", ".dedupe", ".layers", ".settings"])
+def test_doctests(module):
+    """Each module of the config package (``testmod`` of the package sees only its
+    ``__init__``); the prefer syntax's examples run."""
+    found = importlib.import_module(f"neardup_spark.config{module}")
+    result = doctest.testmod(found)
+    assert result.failed == 0
+    assert result.attempted > 0 or module != ".prefer"
 
 
 def test_missing_config_file_is_a_user_error(tmp_path):

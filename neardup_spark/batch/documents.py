@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 import pyarrow as pa
 
 from neardup_spark.batch import BatchFn
 from neardup_spark.batch.minhash import minhash_columns_fn, minhash_sets_fn
 from neardup_spark.batch.simhash import simhash_columns_fn
 from neardup_spark.batch.text import decode_utf8, text_columns_fn
-from neardup_spark.columns import DOC_ID, EXACT_FP, NORMALIZED, SHINGLES, SKETCH, TEXT
+from neardup_spark.columns import DOC_ID, NORMALIZED, SHINGLES, SKETCH
 from neardup_spark.config import DedupeConfig
 from neardup_spark.kernels.arrow_buffers import binary_from_csr, binary_from_rows
-from neardup_spark.kernels.exact_fingerprint import exact_fingerprints
 from neardup_spark.kernels.normalize import normalize_texts
 from neardup_spark.kernels.shingles import char_unit_mask
 
@@ -92,27 +90,5 @@ def normalized_texts_fn(config: DedupeConfig) -> Callable[[pa.Array], pa.Array]:
 
     def run(texts: pa.Array) -> pa.Array:
         return normalize_texts(decode_utf8(texts)[0], options)
-
-    return run
-
-
-def fingerprinted_texts_fn(config: DedupeConfig) -> BatchFn:
-    """A batch of ``doc_id``, ``text`` -> ``doc_id``, ``exact_fp``, ``text`` (normalised) of
-    its documents with text: the fingerprint the per-document pass gives the same text, so
-    the rows of one content meet wherever they are shuffled by it."""
-    normalize = normalized_texts_fn(config)
-
-    def run(batch: pa.RecordBatch) -> pa.RecordBatch:
-        normalized = normalize(batch.column(TEXT))
-        fps, valid = exact_fingerprints(normalized)
-        with_text = pa.array(valid)
-        return pa.RecordBatch.from_arrays(
-            [
-                batch.column(DOC_ID).filter(with_text),
-                pa.array(fps.view(np.int64)).filter(with_text),
-                normalized.cast(pa.string()).filter(with_text),
-            ],
-            names=[DOC_ID, EXACT_FP, TEXT],
-        )
 
     return run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -11,7 +11,6 @@ from neardup_spark.columns import (
     BAND_KEYS,
     CHAR_UNIT,
     DOC_ID,
-    N_SHINGLES,
     NORMALIZED,
     SHINGLES,
     SKETCH,
@@ -20,9 +19,7 @@ from neardup_spark.config import DedupeConfig
 from neardup_spark.kernels.arrow_buffers import (
     binary_from_csr,
     binary_from_rows,
-    csr_from_binary,
     key_lists,
-    sorted_sets,
 )
 from neardup_spark.kernels.lsh import band_keys
 from neardup_spark.kernels.minhash import MultiplyShiftFamily, signatures
@@ -71,43 +68,5 @@ def minhash_columns_fn(config: DedupeConfig) -> Callable[[pa.RecordBatch], pa.Re
             ],
             names=[DOC_ID, SHINGLES, SKETCH, BAND_KEYS],
         )
-
-    return run
-
-
-def sorted_set_columns(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow``: sketch rows (``doc_id``, ``shingles``, ``sketch``, ``band_keys``) -> the
-    same with the shingles as a sorted set and their number (``n_shingles``), as the nightly
-    index stores them."""
-    for batch in batches:
-        offsets, values = csr_from_binary(batch.column(SHINGLES), np.dtype(np.uint64))
-        set_offsets, set_values = sorted_sets(offsets, values)
-        yield pa.RecordBatch.from_arrays(
-            [
-                batch.column(DOC_ID),
-                binary_from_csr(set_offsets, set_values).cast(pa.binary()),
-                pa.array(np.diff(set_offsets).astype(np.int32)),
-                batch.column(SKETCH),
-                batch.column(BAND_KEYS),
-            ],
-            names=[DOC_ID, SHINGLES, N_SHINGLES, SKETCH, BAND_KEYS],
-        )
-
-
-def stored_set_sketches_fn(
-    num_perm: int, seed: int
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """``mapInArrow``: stored shingle sets (``doc_id``, ``shingles``) -> the same with their
-    MinHash sketch (for the ``estimate`` of a verified pair)."""
-    family = MultiplyShiftFamily.from_seed(num_perm, seed)
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            offsets, values = csr_from_binary(batch.column(SHINGLES), np.dtype(np.uint64))
-            sketches = signatures(offsets, values, family)
-            yield pa.RecordBatch.from_arrays(
-                [batch.column(DOC_ID), batch.column(SHINGLES), binary_from_rows(sketches)],
-                names=[DOC_ID, SHINGLES, SKETCH],
-            )
 
     return run

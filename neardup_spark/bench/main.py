@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from neardup_spark.bench.archive_build import ensure_archive, kernel_compile_seconds
 from neardup_spark.bench.corpora import Corpus, ensure_corpus
-from neardup_spark.bench.jvm_archive import ensure_archive, kernel_compile_seconds
 from neardup_spark.bench.machine import machine_info
 from neardup_spark.bench.nightly import run_nightly
 from neardup_spark.bench.ratios import derive

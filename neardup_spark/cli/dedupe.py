@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from neardup_spark.cli.options import (
     METHOD_OPTIONS,
@@ -28,6 +30,9 @@ from neardup_spark.pipeline.dedupe import run
 from neardup_spark.pipeline.tables import OutputTables
 from neardup_spark.report.html import write_report
 from neardup_spark.runtime.session import build_session, stop_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +93,13 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="remove boilerplate lines (navigation, footers: `neardup boilerplate`, settings "
         "--set boilerplate.*) before fingerprinting; deduplicated/ keeps the rows as they were",
+    )
+    parser.add_argument(
+        "--explain-plan",
+        action="store_true",
+        help="say where each step runs (this process, or Spark tasks and jobs) and why, as the "
+        "run decides it (report.json keeps it under plan; --set plan.STEP=WHERE gives a "
+        "choice beforehand)",
     )
     parser.add_argument(
         "--no-resume",
@@ -173,7 +185,15 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             else []
         ),
         *resume_lines(report),
+        *plan_lines(report),
     ]
+
+
+def plan_lines(report: dict[str, Any]) -> list[str]:
+    """Where the run's steps ran (``--explain-plan`` says why, as each is decided)."""
+    steps = report.get("plan") or {}
+    chosen = ", ".join(f"{step} {choice['where']}" for step, choice in steps.items())
+    return [f"plan              {chosen}"] if chosen else []
 
 
 def corpus_source(args: argparse.Namespace) -> CorpusSource:
@@ -203,6 +223,8 @@ def resume_lines(report: dict[str, Any]) -> list[str]:
 
 def run_dedupe(args: argparse.Namespace) -> int:
     job = job_settings(args)
+    if args.explain_plan:
+        explain_plan()
     source = corpus_source(args)  # exit 2 before Spark starts
     if args.index:
         if args.no_resume:
@@ -213,26 +235,21 @@ def run_dedupe(args: argparse.Namespace) -> int:
     tables = OutputTables(args.output_table, args.overwrite) if args.output_table else None
     if args.index_buckets is not None:
         raise UserError("--index-buckets needs --index DIR")
-    log.info("config: %s", job.to_dict())
-    started = time.perf_counter()
-    spark = build_session(job.session)
-    spark_start = time.perf_counter() - started
-    try:
-        with StageProgress(progress_of(spark)):
-            report = run(
-                spark,
-                source,
-                args.output,
-                job.dedupe,
-                overwrite=args.overwrite,
-                session=job.session,
-                resume=not args.no_resume,
-                lock_timeout=job.session.lock_timeout,
-                tables=tables,
-            )
-    finally:
-        stop_session(spark)
-    report["spark_start_seconds"] = round(spark_start, 2)
+    report = in_session(
+        job,
+        lambda spark: run(
+            spark,
+            source,
+            args.output,
+            job.dedupe,
+            overwrite=args.overwrite,
+            session=job.session,
+            resume=not args.no_resume,
+            execution=job.execution,
+            lock_timeout=job.session.lock_timeout,
+            tables=tables,
+        ),
+    )
     print("\n".join(summary_lines(report)))
     if not args.no_report and args.output is not None and tables is None:
         write_html_report(args.output, args.input)
@@ -276,6 +293,7 @@ def nightly_summary_lines(report: dict[str, Any]) -> list[str]:
         f"wall time         {report.get('wall_seconds', 0):.1f} s "
         f"(+ {report.get('spark_start_seconds', 0):.1f} s Spark start-up)",
         f"output            {report.get('output')}",
+        *plan_lines(report),
     ]
     if report.get("already_committed"):
         lines.insert(0, f"batch {report.get('run_id')} was already indexed: nothing added")
@@ -290,25 +308,47 @@ def run_nightly(args: argparse.Namespace, job: JobSettings, source: CorpusSource
             "--index needs an input path: a batch is identified by its files "
             "(give the table's location as INPUT)"
         )
+    report = in_session(
+        job,
+        lambda spark: run_incremental(
+            spark,
+            source,
+            args.output,
+            args.index,
+            config,
+            overwrite=args.overwrite,
+            buckets=args.index_buckets,
+            session=job.session,
+            execution=job.execution,
+            lock_timeout=job.session.lock_timeout,
+        ),
+    )
+    print("\n".join(nightly_summary_lines(report)))
+    return EXIT_OK
+
+
+def explain_plan() -> None:
+    """Each step's choice and why on stderr as the run makes it (``plan: STEP: WHERE (why)``)."""
+    explained = logging.getLogger("neardup_spark.plan")
+    explained.setLevel(logging.INFO)
+    if not any(getattr(h, "name", "") == "explain-plan" for h in explained.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.set_name("explain-plan")
+        handler.setFormatter(logging.Formatter("plan: %(message)s"))
+        explained.addHandler(handler)
+
+
+def in_session(job: JobSettings, runs: Callable[[SparkSession], dict[str, Any]]) -> dict[str, Any]:
+    """``runs`` in a session built for ``job`` (stopped after it), its stages shown as they
+    progress; its report, with the session's start-up seconds."""
     log.info("config: %s", job.to_dict())
     started = time.perf_counter()
     spark = build_session(job.session)
     spark_start = time.perf_counter() - started
     try:
         with StageProgress(progress_of(spark)):
-            report = run_incremental(
-                spark,
-                source,
-                args.output,
-                args.index,
-                config,
-                overwrite=args.overwrite,
-                buckets=args.index_buckets,
-                session=job.session,
-                lock_timeout=job.session.lock_timeout,
-            )
+            report = runs(spark)
     finally:
         stop_session(spark)
     report["spark_start_seconds"] = round(spark_start, 2)
-    print("\n".join(nightly_summary_lines(report)))
-    return EXIT_OK
+    return report

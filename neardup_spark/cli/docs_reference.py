@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from neardup_spark.cli.app import build_parser
-from neardup_spark.config import BoilerplateOptions, DedupeConfig, SessionSettings
+from neardup_spark.config import (
+    BoilerplateOptions,
+    DedupeConfig,
+    ExecutionSettings,
+    SessionSettings,
+)
 from neardup_spark.kernels.normalize import NormalizeOptions
 
 # Usage lines wrapped at a fixed width, whatever the terminal that generates the page.
@@ -226,9 +231,9 @@ def config_reference(conf: Path = DEFAULT_CONF) -> str:
         GENERATED_NOTE,
         "",
         "Every setting a run takes, with its type and default, from the typed config "
-        "(`neardup_spark/config.py`: `DedupeConfig`, its nested `normalize` and `boilerplate` "
-        "sections, and `SessionSettings`) and the comments of `conf/default.yaml`, which holds "
-        "the same defaults (a test keeps them equal).",
+        "(`neardup_spark/config/`: `DedupeConfig`, its nested `normalize` and `boilerplate` "
+        "sections, `ExecutionSettings` and `SessionSettings`) and the comments of "
+        "`conf/default.yaml`, which holds the same defaults (a test keeps them equal).",
         "",
         "Layers, later wins: these defaults, each `--config FILE` (YAML, any subset of the keys), "
         "each `--set key=value` (`--set normalize.casefold=false`, `--set "
@@ -243,6 +248,19 @@ def config_reference(conf: Path = DEFAULT_CONF) -> str:
     ]
     for key, cls in NESTED.items():
         lines += ["", f"## `{key}:`", "", *header, *config_rows(cls, f"{key}.", notes)]
+    lines += [
+        "",
+        "## Where each step executes (`ExecutionSettings`)",
+        "",
+        "The thresholds of a run's plan (`pipeline/plan.py`): which steps run in this process "
+        "and which as Spark tasks. Every plan computes the same outputs, so none of these is "
+        "part of the run id (a run resumes after one is changed), a manifest's config hash or "
+        'an index\'s settings; `report.json["plan"]` and `--explain-plan` say what each '
+        "step chose and why.",
+        "",
+        *header,
+        *config_rows(ExecutionSettings, "", notes),
+    ]
     lines += [
         "",
         "## Where and how Spark runs (`SessionSettings`)",

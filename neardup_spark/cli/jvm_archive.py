@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from neardup_spark.bench import jvm_archive as archive_builder
+from neardup_spark.bench import archive_build as archive_builder
 from neardup_spark.errors import EXIT_OK, UserError
 from neardup_spark.runtime import jvm_archive, preflight
 

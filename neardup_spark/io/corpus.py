@@ -14,7 +14,7 @@ import hashlib
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -42,7 +42,7 @@ from neardup_spark.io.formats import (
 from neardup_spark.io.globs import has_glob
 from neardup_spark.io.parquet_types import illegal_type_message
 from neardup_spark.io.paths import for_hadoop, from_spark_uri, is_local_path, local_path
-from neardup_spark.io.schemas import check_schemas, read_footers
+from neardup_spark.io.schemas import Footer, check_schemas, read_footers
 from neardup_spark.io.storage import storage_for
 from neardup_spark.io.whole_files import (
     check_text_files,
@@ -145,13 +145,48 @@ def refuse_colon_names(files: list[str]) -> list[str]:
     return files
 
 
+@dataclass(frozen=True)
+class ListedInput:
+    """An input as listed once per run: its data files (as Hadoop names them), whether its
+    path is a directory, their format and, for local Parquet and ORC files, their footers
+    (read once: :func:`~neardup_spark.io.schemas.read_footers`). A catalog table has none."""
+
+    source: CorpusSource
+    files: list[str] = field(default_factory=list)
+    is_dir: bool = False
+    format: str | None = None
+    footers: list[Footer] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return for_hadoop(str(self.source.path))
+
+
+def list_input(spark: SparkSession | None, source: str | CorpusSource) -> ListedInput:
+    """List ``source`` and read its local footers, once for the run (:class:`ListedInput`).
+    A missing path or a directory without data files is a :class:`UserError`."""
+    source = CorpusSource.of(source)
+    if source.table is not None:
+        return ListedInput(source)
+    path = for_hadoop(str(source.path))
+    files, is_dir = list_data_files(spark, path)
+    if not files:
+        raise UserError(f"no data files found under {path}")
+    fmt = source.format or guess_format(files, path)
+    footers = read_footers(files, fmt) if fmt in ("parquet", "orc") else []
+    return ListedInput(source, files, is_dir, fmt, footers)
+
+
 def read_corpus(
     spark: SparkSession,
     source: str | CorpusSource,
     skip_corrupt: bool = False,
     columns: tuple[str, ...] = (),
+    listed: ListedInput | None = None,
 ) -> tuple[DataFrame, list[dict[str, Any]]]:
-    """Read the corpus (a path, or a :class:`CorpusSource`): ``(DataFrame, skipped)``.
+    """Read the corpus (a path, or a :class:`CorpusSource`): ``(DataFrame, skipped)``;
+    ``listed``: its listing and footers when the run has them (:func:`list_input`), else
+    listed here.
 
     A missing path, a directory without data files, a file whose footer cannot be read, a
     malformed JSON or CSV record are :class:`UserError`\\ s naming them; with ``skip_corrupt``
@@ -159,17 +194,12 @@ def read_corpus(
     and ORC files whose schemas disagree are refused (:mod:`~neardup_spark.io.schemas`;
     ``columns``: those every file must hold, e.g. the id and text columns).
     """
-    source = CorpusSource.of(source)
-    if source.table is not None:
-        return read_table(spark, source.table), []
-    path = for_hadoop(str(source.path))
-    files, is_dir = list_data_files(spark, path)
-    if not files:
-        raise UserError(f"no data files found under {path}")
-    fmt = source.format or guess_format(files, path)
-    if fmt != "parquet":
-        return read_other_format(spark, path, fmt, files, skip_corrupt, columns)
-    return read_parquet_files(spark, path, files, is_dir, skip_corrupt, columns)
+    listed = listed or list_input(spark, source)
+    if listed.source.table is not None:
+        return read_table(spark, listed.source.table), []
+    if listed.format != "parquet":
+        return read_other_format(spark, listed, skip_corrupt, columns)
+    return read_parquet_files(spark, listed, skip_corrupt, columns)
 
 
 def read_table(spark: SparkSession, name: str) -> DataFrame:
@@ -182,9 +212,7 @@ def read_table(spark: SparkSession, name: str) -> DataFrame:
 
 def read_other_format(
     spark: SparkSession,
-    path: str,
-    fmt: str,
-    files: list[str],
+    listed: ListedInput,
     skip_corrupt: bool,
     columns: tuple[str, ...] = (),
 ) -> tuple[DataFrame, list[dict[str, Any]]]:
@@ -193,6 +221,7 @@ def read_other_format(
     by :mod:`~neardup_spark.io.whole_files`), refused or skipped whole, schemas that disagree
     (ORC footers; JSON and CSV files while Spark infers their schema, which reads them all and
     widens types) and malformed records."""
+    path, fmt, files, footers = listed.path, str(listed.format), listed.files, listed.footers
     zstd = zstd_needs_newer_spark(spark, files)
     if zstd is not None:
         raise UserError(
@@ -201,7 +230,6 @@ def read_other_format(
         )
     if fmt == "csv":
         check_csv_headers(files, path)
-    footers = read_footers(files, fmt) if fmt == "orc" else []
     checks = (
         [footer_check(f, fmt) for f in footers]
         if fmt == "orc"
@@ -236,16 +264,14 @@ def read_other_format(
 
 def read_parquet_files(
     spark: SparkSession,
-    path: str,
-    files: list[str],
-    is_dir: bool,
+    listed: ListedInput,
     skip_corrupt: bool,
     columns: tuple[str, ...] = (),
 ) -> tuple[DataFrame, list[dict[str, Any]]]:
-    """Read Parquet ``files`` (all of ``path``), checking every footer first: files cut short
-    or unreadable (refused, or skipped whole), schemas that disagree
+    """Read Parquet ``listed.files`` (all of its path), checking every footer first: files cut
+    short or unreadable (refused, or skipped whole), schemas that disagree
     (:func:`~neardup_spark.io.schemas.check_schemas`)."""
-    footers = read_footers(files)
+    path, files, footers = listed.path, listed.files, listed.footers
     skipped = refuse_or_skip(
         [footer_check(f, "parquet") for f in footers], path, "parquet", skip_corrupt
     )
@@ -257,7 +283,8 @@ def read_parquet_files(
     if not good:
         raise UserError(f"every Parquet file under {path} is unreadable")
     # basePath keeps partition columns (dir=value) discovered as if the whole path were read.
-    reader = whole_file_reader(spark.read.option("basePath", path) if is_dir else spark.read)
+    reader = spark.read.option("basePath", path) if listed.is_dir else spark.read
+    reader = whole_file_reader(reader)
     reader = reader.option("mergeSchema", "true") if merge else reader
     try:
         df = reader.parquet(*good)
@@ -384,12 +411,10 @@ def sha256_file(path: str) -> str:
 HASH_THREADS = 4
 
 
-def input_files(spark: SparkSession, path: str) -> list[dict[str, Any]]:
-    """The input's data files: qualified path, size and content digest (SHA-256 of the bytes
-    for local files, hashed :data:`HASH_THREADS` at a time; the file system's checksum, else
-    size and modification time, elsewhere)."""
-
-    files, _ = list_data_files(spark, path)
+def input_files(spark: SparkSession, files: list[str]) -> list[dict[str, Any]]:
+    """The input's data ``files`` (as listed once, :func:`list_input`): qualified path, size
+    and content digest (SHA-256 of the bytes for local files, hashed :data:`HASH_THREADS` at a
+    time; the file system's checksum, else size and modification time, elsewhere)."""
     out: list[dict[str, Any]] = []
     local: dict[int, str] = {}  # position in out -> local path to hash
     for name in files:

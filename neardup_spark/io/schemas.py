@@ -39,6 +39,9 @@ class Footer:
     schema: pa.Schema | None = None
     problem: str | None = None
     rows: int | None = None
+    # A Parquet file's whole footer (row groups, column chunks): read once per run, kept for
+    # the run's facts (pipeline/facts.py) and its readers of row groups.
+    metadata: pq.FileMetaData | None = None
 
 
 def read_footer(path: str, fmt: str = "parquet") -> Footer:
@@ -55,6 +58,7 @@ def read_footer(path: str, fmt: str = "parquet") -> Footer:
         else:
             metadata = pq.read_metadata(local)
             schema, rows = metadata.schema.to_arrow_schema(), metadata.num_rows
+            return Footer(path, schema=schema, rows=rows, metadata=metadata)
     except Exception as exc:
         return Footer(path, problem=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
     return Footer(path, schema=schema, rows=rows)

@@ -15,7 +15,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from neardup_spark.columns import BAND_KEY, BAND_KEYS, DOC_ID, EXACT_FP, TEXT
-from neardup_spark.io.filesystem import join
 from neardup_spark.nightly.content_files import (
     KEYS_SUFFIX,
     TEXT_BATCH_ROWS,
@@ -288,11 +287,6 @@ def fetch_texts(requests: DataFrame) -> DataFrame:
         .repartition(tasks, PART, batch)
         .mapInArrow(_fetch_fn, TEXTS_SCHEMA)
     )
-
-
-def part_paths(segment_dir: str, names: list[str]) -> list[str]:
-    """The paths (without suffix) of a segment's parts."""
-    return [join(segment_dir, name) for name in names]
 
 
 def _read_parts_fn(parts: list[str], checksums: dict[str, str], bands: int) -> Any:

@@ -19,7 +19,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from neardup_spark.columns import DOC_ID
-from neardup_spark.nightly.index_scan import IndexTable, keys_frame
+from neardup_spark.nightly.index_filters import Filter, IsIn
+from neardup_spark.nightly.index_scan import IndexTable
 from neardup_spark.nightly.store import WRITTEN
 from neardup_spark.pipeline.execution import maybe_broadcast
 
@@ -51,27 +52,17 @@ def latest_rows(rows: DataFrame) -> DataFrame:
     )
 
 
-def current_rows_collected(
-    rows: IndexTable,
-    matching: Callable[[DataFrame], DataFrame],
-    where: pc.Expression,
-    one_version: bool,
-) -> pa.Table:
-    """:func:`current_rows` for a night on the driver, collected: the rows where ``where``
-    holds (``matching`` is the same filter for a Spark scan: :class:`.IndexTable` reads them on
-    the driver or in Spark); unless every document has one row (``one_version``: the index has
-    one ``docs`` segment), every version of the documents they name comes back too (a second
-    read), whose latest rows are kept where ``where`` holds."""
-    matched = _distinct(rows.rows(matching, where))
+def current_rows_collected(rows: IndexTable, where: Filter, one_version: bool) -> pa.Table:
+    """:func:`current_rows` for a night on the driver, collected: the rows ``where`` keeps
+    (:class:`.IndexTable` reads them on the driver or in Spark, as the plan says); unless every
+    document has one row (``one_version``: the index has one ``docs`` segment), every version
+    of the documents they name comes back too (a second read), whose latest rows are kept
+    where ``where`` holds."""
+    matched = _distinct(rows.rows(where))
     if one_version or not matched.num_rows:
         return matched
-    ids = pc.unique(matched.column(DOC_ID))
-
-    def named(frame: DataFrame) -> DataFrame:
-        return frame.join(keys_frame(frame.sparkSession, DOC_ID, ids), DOC_ID, "left_semi")
-
-    latest = _latest(rows.rows(named, pc.field(DOC_ID).isin(ids)))
-    return latest.filter(where)
+    latest = _latest(rows.rows(IsIn(DOC_ID, pc.unique(matched.column(DOC_ID)))))
+    return latest.filter(where.arrow())
 
 
 def _distinct(table: pa.Table) -> pa.Table:

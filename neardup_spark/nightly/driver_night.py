@@ -20,7 +20,6 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from neardup_spark.batch.documents import normalized_texts_fn
-from neardup_spark.batch.scoring import score_pairs, sets_from_texts_fn
 from neardup_spark.columns import (
     BAND_KEY,
     BAND_KEYS,
@@ -46,7 +45,8 @@ from neardup_spark.nightly.contents import (
     probe_index,
 )
 from neardup_spark.nightly.docs import current_rows_collected
-from neardup_spark.nightly.index_scan import IndexTable, keys_frame
+from neardup_spark.nightly.index_filters import AllOf, AnyOf, IsIn, NotIn
+from neardup_spark.nightly.index_scan import IndexTable
 from neardup_spark.nightly.stable_ids import (
     IS_OLD,
     LIVE_BEFORE,
@@ -58,12 +58,13 @@ from neardup_spark.nightly.stable_ids import (
 )
 from neardup_spark.nightly.steps import BatchContext, batch_documents, needs_stored_edges
 from neardup_spark.nightly.store import BATCH, DOCS, FP_A, FP_B, PAIRS
+from neardup_spark.pipeline.driver_pairs import verified_here
 from neardup_spark.pipeline.execution import maybe_broadcast
-from neardup_spark.pipeline.in_process import in_process_threads, map_in_threads
+from neardup_spark.pipeline.plan import DRIVER, decide_probe
+from neardup_spark.pipeline.sketch import map_in_threads
 from neardup_spark.runtime.engine import from_arrow
 from neardup_spark.runtime.spark_compat import to_arrow
 
-_PAIRS_PER_BLOCK = 2048  # candidate pairs scored at once, a block per thread
 _TEXTS_PER_BLOCK = 4096  # new contents' texts normalised at once, a block per thread
 # Parts whose stored texts are read at once. A read may hold a whole part's texts decompressed
 # (read_texts: when a quarter of its batches are wanted) before it keeps its rows: two bound the
@@ -120,8 +121,8 @@ def probe_on_driver(ctx: BatchContext, night: Night) -> Probed:
     fps = np.sort(night.contents.column(EXACT_FP).to_numpy())
     keys = np.unique(pc.list_flatten(night.contents.column(BAND_KEYS)).to_numpy())
     top, checksums = ctx.config.bucket_all_pairs_max, ctx.index.keys_checksums()
-    threads = in_process_threads(ctx.spark)
-    if threads:
+    if ctx.plan.record(decide_probe(ctx.plan.facts)).where == DRIVER:
+        threads = max(1, ctx.plan.facts.engine.local_threads)
         hits = probe_in_process(parts, fps, keys, top, checksums, threads)
         ctx.timer.on_driver.append("probe")
     else:
@@ -198,7 +199,7 @@ def texts_on_driver(ctx: BatchContext, fresh: pa.Table, stored: pa.Table) -> pa.
         normalize = normalized_texts_fn(ctx.config)
         raw = rows.column(TEXT).combine_chunks()
         blocks = [raw.slice(a, _TEXTS_PER_BLOCK) for a in range(0, len(raw), _TEXTS_PER_BLOCK)]
-        threads = max(1, in_process_threads(ctx.spark))
+        threads = max(1, ctx.plan.facts.engine.local_threads)
         fp_parts = [rows.column(EXACT_FP).combine_chunks()]
         text_parts = [pa.array([], pa.large_string())] + [
             block.cast(pa.large_string()) for block in map_in_threads(normalize, blocks, threads)
@@ -234,36 +235,18 @@ def _new_texts(ctx: BatchContext, fresh: pa.Table) -> pa.Table:
 def verify_on_driver(
     ctx: BatchContext, doc_a: np.ndarray, doc_b: np.ndarray, texts: pa.Table
 ) -> pa.Table:
-    """Exact Jaccard (and MinHash estimate) of every candidate pair with the full run's scoring
-    function -> verified edges ``fp_a``, ``fp_b``, ``jaccard``, ``estimate``; blocks of pairs
-    scored in one thread per core in local mode (a 100,000-page build's verification: 4.1 s in
-    one thread)."""
+    """Exact Jaccard (and MinHash estimate) of every candidate pair, as a full run's driver
+    verifies (:func:`~neardup_spark.pipeline.driver_pairs.verified_here`) -> verified edges
+    ``fp_a``, ``fp_b``, ``jaccard``, ``estimate``; in one thread per core in local mode."""
     index = pd.Index(texts.column(EXACT_FP).to_numpy())
     side_a, side_b = index.get_indexer(doc_a), index.get_indexer(doc_b)
-    n = len(doc_a)
-    if not n:
+    if not len(doc_a):
         return _edges(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
-    with_sets = sets_from_texts_fn(ctx.config, normalized=True)
-    text = texts.column(TEXT)
-
-    def score_block(start: int) -> pa.RecordBatch:
-        pairs = np.arange(start, min(start + _PAIRS_PER_BLOCK, n))
-        rows = np.empty(2 * len(pairs), dtype=np.int64)  # rows 2i, 2i + 1: pair i's two sides
-        rows[0::2], rows[1::2] = side_a[pairs], side_b[pairs]
-        sides = pa.table(
-            {
-                DOC_A: pa.array(np.repeat(doc_a[pairs], 2), pa.int64()),
-                DOC_B: pa.array(np.repeat(doc_b[pairs], 2), pa.int64()),
-                TEXT: text.take(pa.array(rows)),
-            }
-        )
-        return score_pairs(with_sets(sides))
-
-    threads = max(1, in_process_threads(ctx.spark))
-    table = pa.Table.from_batches(
-        map_in_threads(score_block, range(0, n, _PAIRS_PER_BLOCK), threads)
+    fps_a, fps_b = pa.array(doc_a, pa.int64()), pa.array(doc_b, pa.int64())
+    threads = ctx.plan.facts.engine.local_threads
+    table = verified_here(
+        fps_a, fps_b, side_a, side_b, texts.column(TEXT), ctx.config, threads, normalized=True
     )
-    table = table.filter(pc.greater_equal(table.column(JACCARD), ctx.config.threshold))
     return _edges(
         table.column(DOC_A).to_numpy(),
         table.column(DOC_B).to_numpy(),
@@ -296,7 +279,7 @@ def touched_on_driver(
     clusters the batch touches), with what the stable-id rule needs; the rows about the night
     come from filtered reads of ``docs`` (:class:`.IndexTable`: in this process, or Spark jobs)."""
     new_members = _new_members(ctx, night)
-    rows = IndexTable(ctx.index, DOCS, ctx.config.nightly_driver_scan_max_rows)
+    rows = IndexTable(ctx.index, DOCS, ctx.plan)
     if rows.empty:
         return TouchedOnDriver(_history(new_members, None, None), 0)
     new_ids = night.docs.column(DOC_ID).combine_chunks()
@@ -313,13 +296,8 @@ def touched_on_driver(
     )
     one_version = sum(1 for s in ctx.index.segments if s["rows"].get(DOCS)) <= 1
 
-    def near_the_batch(docs: DataFrame) -> DataFrame:
-        by_id = docs.join(keys_frame(ctx.spark, DOC_ID, new_ids), DOC_ID, "left_semi")
-        by_fp = docs.join(keys_frame(ctx.spark, EXACT_FP, fps_array), EXACT_FP, "left_semi")
-        return by_id.unionByName(by_fp)
-
-    near = pc.field(DOC_ID).isin(new_ids) | pc.field(EXACT_FP).isin(fps_array)
-    nearby = current_rows_collected(rows, near_the_batch, near, one_version)
+    near = AnyOf(IsIn(DOC_ID, new_ids), IsIn(EXACT_FP, fps_array))
+    nearby = current_rows_collected(rows, near, one_version)
     is_new = pc.is_in(nearby.column(DOC_ID), new_ids)
     replaced = nearby.filter(is_new)
     with_text = nearby.filter(nearby.column(HAS_TEXT))
@@ -340,14 +318,8 @@ def touched_on_driver(
     members = new_members
     if len(touched):
         touched_ids = pa.array(touched, new_ids.type)
-
-        def in_touched(docs: DataFrame) -> DataFrame:
-            clusters = keys_frame(ctx.spark, CLUSTER_ID, touched_ids)
-            by_cluster = docs.join(clusters, CLUSTER_ID, "left_semi")
-            return by_cluster.join(keys_frame(ctx.spark, DOC_ID, new_ids), DOC_ID, "left_anti")
-
-        old_member = pc.field(CLUSTER_ID).isin(touched_ids) & ~pc.field(DOC_ID).isin(new_ids)
-        old = current_rows_collected(rows, in_touched, old_member, one_version)
+        old_member = AllOf(IsIn(CLUSTER_ID, touched_ids), NotIn(DOC_ID, new_ids))
+        old = current_rows_collected(rows, old_member, one_version)
         members = pa.concat_tables([new_members, _old_members(old)])
     return TouchedOnDriver(_history(members, replaced, live_before), len(touched))
 
@@ -404,18 +376,11 @@ def _history(
 
 def _stored_neighbours(ctx: BatchContext, known: np.ndarray) -> np.ndarray:
     """Ends of the stored edges incident to the batch contents the index holds."""
-    stored = IndexTable(ctx.index, PAIRS, ctx.config.nightly_driver_scan_max_rows)
+    stored = IndexTable(ctx.index, PAIRS, ctx.plan)
     if stored.empty or not len(known):
         return np.zeros(0, np.int64)
     held = pa.array(known, pa.int64())
-
-    def incident(pairs: DataFrame) -> DataFrame:
-        side = keys_frame(ctx.spark, EXACT_FP, held)
-        by_a = pairs.join(side.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
-        by_b = pairs.join(side.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
-        return by_a.unionByName(by_b).select(FP_A, FP_B)
-
-    ends = stored.rows(incident, pc.field(FP_A).isin(held) | pc.field(FP_B).isin(held))
+    ends = stored.rows(AnyOf(IsIn(FP_A, held), IsIn(FP_B, held)))
     return np.r_[ends.column(FP_A).to_numpy(), ends.column(FP_B).to_numpy()]
 
 
@@ -426,21 +391,14 @@ def cluster_on_driver_night(
     content the index holds comes back, the stored edges between the members' contents (a
     filtered read of ``pairs``)."""
     all_edges = [edges]
-    stored = IndexTable(ctx.index, PAIRS, ctx.config.nightly_driver_scan_max_rows)
+    stored = IndexTable(ctx.index, PAIRS, ctx.plan)
     if needs_stored_edges(ctx, touched.n_clusters) and not stored.empty:
         history = touched.history
         member_fps = pa.array(
             np.unique(history.filter(history.column(HAS_TEXT)).column(EXACT_FP).to_numpy()),
             pa.int64(),
         )
-
-        def within(pairs: DataFrame) -> DataFrame:
-            wanted = keys_frame(ctx.spark, EXACT_FP, member_fps)
-            by_a = pairs.join(wanted.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi")
-            by_both = by_a.join(wanted.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi")
-            return by_both.select(FP_A, FP_B, JACCARD, ESTIMATE)
-
-        both = pc.field(FP_A).isin(member_fps) & pc.field(FP_B).isin(member_fps)
-        all_edges.append(stored.rows(within, both).select([FP_A, FP_B, JACCARD, ESTIMATE]))
+        both = AllOf(IsIn(FP_A, member_fps), IsIn(FP_B, member_fps))
+        all_edges.append(stored.rows(both).select([FP_A, FP_B, JACCARD, ESTIMATE]))
     joined = pa.concat_tables(all_edges, promote_options="permissive")
     return cluster_members(touched.history, joined)

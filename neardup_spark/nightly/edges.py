@@ -41,11 +41,3 @@ def edges_within(edges: DataFrame, fps: DataFrame, rows: int) -> DataFrame:
     return edges.join(side.withColumnRenamed(EXACT_FP, FP_A), FP_A, "left_semi").join(
         side.withColumnRenamed(EXACT_FP, FP_B), FP_B, "left_semi"
     )
-
-
-def buckets_needed(keys: DataFrame, column: str, rows: int, buckets: int) -> list[int] | None:
-    """The buckets holding ``keys[column]``, or None (read them all) when there are many keys."""
-    if rows > BUCKET_PRUNE_MAX_KEYS_PER_BUCKET * buckets:
-        return None
-    found = keys.select(F.pmod(F.col(column), F.lit(buckets)).cast("int").alias("b")).distinct()
-    return sorted(int(r["b"]) for r in found.collect())

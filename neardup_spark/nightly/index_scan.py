@@ -7,22 +7,23 @@ and the table has at most ``nightly_driver_scan_max_rows`` rows, the rows come f
 PyArrow scan in this process: ~0.07 s a pass over a million ``docs`` rows, where a Spark job
 over the same file took 0.5-1 s (one task: the table of a segment is one file, often one row
 group) and a fresh process's first jobs more. A larger table, or one the driver cannot read, is
-scanned by a Spark job (semi-joins on the broadcast keys) that returns the matching rows.
+scanned by a Spark job (semi-joins on the broadcast keys) that returns the matching rows. The
+plan chooses; the filter is written once (:mod:`.index_filters`) and rendered for either.
 
 Both give the same rows (``tests/nightly``: a history replayed with each).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from neardup_spark.io.filesystem import join, pyarrow_filesystem
+from neardup_spark.nightly.index_filters import Filter
 from neardup_spark.nightly.integrity import FILES, SEGMENTS_DIR, is_data_file
 from neardup_spark.nightly.store import (
     DOCS,
@@ -31,22 +32,25 @@ from neardup_spark.nightly.store import (
     docs_schema,
     id_type_from_name,
 )
-from neardup_spark.pipeline.execution import maybe_broadcast
-from neardup_spark.runtime.engine import from_arrow
+from neardup_spark.pipeline.plan import DRIVER, Plan, decide_index_scan
 from neardup_spark.runtime.spark_compat import to_arrow
-
-SparkFilter = Callable[[DataFrame], DataFrame]
 
 
 class IndexTable:
     """One narrow table (``docs`` or ``pairs``) of the committed version, for filtered reads:
-    :meth:`rows` gives the rows a condition keeps, from a PyArrow scan on the driver where it
-    can, else from a Spark job."""
+    :meth:`rows` gives the rows a filter keeps, from a PyArrow scan on the driver or from a
+    Spark job, as the plan says (:func:`~neardup_spark.pipeline.plan.decide_index_scan`)."""
 
-    def __init__(self, index: Index, table: str, max_driver_rows: int) -> None:
+    def __init__(self, index: Index, table: str, plan: Plan) -> None:
         self.index, self.table = index, table
-        self.empty = not any(s["rows"].get(table, 0) > 0 for s in index.segments)
-        self.files = None if self.empty else _driver_files(index, table, max_driver_rows)
+        holding = [s for s in index.segments if s["rows"].get(table, 0) > 0]
+        self.empty = not holding
+        self.files: list[str] | None = None
+        if holding:  # an empty table is not read: no scan to place
+            files = recorded_files(index, table, holding)
+            rows = sum(int(s["rows"][table]) for s in holding)
+            choice = plan.record(decide_index_scan(table, rows, files is not None, plan.settings))
+            self.files = files if choice.where == DRIVER else None
         id_type = index.manifest["id_type"] if index.manifest is not None else "bigint"
         spark_schema = docs_schema(id_type_from_name(id_type)) if table == DOCS else PAIRS_SCHEMA
         # Read as the store declares them, whatever nullability a file's writer marked.
@@ -63,24 +67,19 @@ class IndexTable:
         assert frame is not None, f"no {self.table} rows in the index"
         return frame
 
-    def rows(self, matching: SparkFilter, where: pc.Expression) -> pa.Table:
-        """The rows where ``where`` holds; ``matching`` is the same condition as a Spark
-        filter of the table's DataFrame (semi-joins on small key tables)."""
+    def rows(self, where: Filter) -> pa.Table:
+        """The rows ``where`` keeps (a set: a Spark job may return a row more than once)."""
         if self.files is None:
-            return to_arrow(matching(self.frame()))
+            return to_arrow(where.spark(self.frame()))
         fs, _ = pyarrow_filesystem(self.files[0])
         paths = [pyarrow_filesystem(path)[1] for path in self.files]
         dataset = ds.dataset(paths, schema=self.schema, format="parquet", filesystem=fs)
-        return dataset.to_table(filter=where)
+        return dataset.to_table(filter=where.arrow())
 
 
-def _driver_files(index: Index, table: str, max_rows: int) -> list[str] | None:
-    """The data files of ``table`` in the committed version's segments, when the driver reads
-    them itself: every segment holding rows of it recorded its files (the driver reached them
-    through PyArrow at its commit) and they add up to at most ``max_rows`` rows; else None."""
-    holding = [s for s in index.segments if s["rows"].get(table, 0) > 0]
-    if sum(int(s["rows"][table]) for s in holding) > max_rows:
-        return None
+def recorded_files(index: Index, table: str, holding: list[dict[str, Any]]) -> list[str] | None:
+    """The data files of ``table`` in the ``holding`` segments when every one of them recorded
+    its files (the driver reached them through PyArrow at its commit); else None."""
     files: list[str] = []
     for segment in holding:
         base = join(index.root, SEGMENTS_DIR, segment["name"])
@@ -93,9 +92,3 @@ def _driver_files(index: Index, table: str, max_rows: int) -> list[str] | None:
             return None
         files += own
     return files or None
-
-
-def keys_frame(spark: SparkSession, column: str, keys: pa.Array) -> DataFrame:
-    """A one-column DataFrame of ``keys`` (broadcast when few): the right side of a Spark
-    read's semi-join."""
-    return maybe_broadcast(from_arrow(spark, pa.table({column: keys})), len(keys))

@@ -3,7 +3,6 @@ and committed through :class:`~neardup_spark.io.output.OutputDir` as a full run'
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from typing import Any
@@ -19,8 +18,8 @@ from neardup_spark.io.storage import copy_tree
 from neardup_spark.nightly.driver_read import DeduplicatedHere
 from neardup_spark.nightly.stable_ids import KEPT
 from neardup_spark.nightly.store import Index
+from neardup_spark.pipeline.deduplicated_copy import copy_here
 from neardup_spark.pipeline.execution import grouped_input, maybe_broadcast
-from neardup_spark.pipeline.local_output import write_rows_without
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.runtime.session import keep_column_types
 
@@ -36,6 +35,7 @@ def publish_batch(
     out: OutputDir,
     timing: tuple[StageTimer, float] | None = None,
     here: DeduplicatedHere | None = None,
+    plan: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write a committed batch's outputs (``clusters/``, ``pairs/``, ``changed_clusters/`` from
     its stored results, ``deduplicated/`` from the input rows ``df``, ``report.json``) and
@@ -44,14 +44,14 @@ def publish_batch(
     publishing too, as a full run's counts its writes (the report kept in the index stops at
     the index's own writes). ``here``: ``deduplicated/`` is copied from the input files by this
     process (a night read here, :func:`~neardup_spark.nightly.driver_read.deduplicated_here`),
-    not written by a Spark job."""
+    not written by a Spark job. ``plan``: the run's plan, its publishing's choice included."""
     publishing = time.perf_counter()
     results = join(index.root, batch["results"])
     staged = out.claim_staging(batch["run_id"])
     for name in ("clusters", "pairs", CHANGED_CLUSTERS):
         copy_tree(spark, join(results, name), staged.child(name))
     if here is not None:
-        write_rows_without(here.copy, config.id_col, here.removed, staged, "deduplicated")
+        copy_here(here.copy, config.id_col, here.removed, staged, "deduplicated")
     else:
         kept = spark.read.parquet(join(results, KEPT)).select(F.col(DOC_ID).alias(config.id_col))
         n_kept = int(batch["counts"]["deduplicated"])
@@ -67,6 +67,8 @@ def publish_batch(
     if here is not None:
         report["stages_on_driver"] = [*report.get("stages_on_driver", []), "publish"]
     report["output"] = out.path
+    if plan is not None:
+        report["plan"] = plan
     if timing is not None:
         timer, started = timing
         now = time.perf_counter()
@@ -80,7 +82,7 @@ def publish_batch(
         "mode": "incremental",
         "batch": batch["seq"],
         "inputs": batch["inputs"],
-        "config_hash": hashlib.sha256(config.settings_json().encode()).hexdigest()[:16],
+        "config_hash": config.settings_sha256()[:16],
         "index": {"path": index.root, "version": batch["version"]},
         "committed_at": batch["committed_at"],
         "counts": batch["counts"],

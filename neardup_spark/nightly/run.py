@@ -21,10 +21,10 @@ A run checks the batch of new documents against everything indexed before, and a
    into OUTPUT as a full run's are.
 
 Steps 2-5 run on the driver, on Arrow tables with the same kernels, for a batch of up to
-``nightly_driver_max_docs`` documents (:mod:`.driver_run`: Spark scans the contents keys and
+``nightly_driver_max_docs`` documents (:mod:`.night`: Spark scans the contents keys and
 returns the rows about the night, the docs and pairs rows come from :mod:`.index_scan`); a larger
 batch runs them as Spark jobs
-(:mod:`.spark_run`). Both give the same index and outputs (tested).
+(:mod:`.night`). Both give the same index and outputs (tested).
 
 Cluster ids follow the stable ``smallest_id`` rule of :mod:`neardup_spark.nightly.stable_ids`.
 So when new documents have larger ids than old ones (ids that grow with crawl time), ids are
@@ -76,6 +76,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -83,13 +84,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from neardup_spark import __version__
-from neardup_spark.config import DedupeConfig, SessionSettings
+from neardup_spark.config import DedupeConfig, ExecutionSettings, SessionSettings
 from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import (
     CorpusSource,
+    ListedInput,
     check_columns,
     check_paths_apart,
     input_files,
+    list_input,
     read_corpus,
 )
 from neardup_spark.io.filesystem import join
@@ -99,10 +102,9 @@ from neardup_spark.io.output import REPORT_FILE, OutputDir
 from neardup_spark.io.paths import check_writable
 from neardup_spark.io.storage import storage_for
 from neardup_spark.nightly.driver_read import deduplicated_here, features_in_process
-from neardup_spark.nightly.driver_run import index_on_driver
 from neardup_spark.nightly.layout import SEGMENTS
+from neardup_spark.nightly.night import index_on_driver, index_with_spark
 from neardup_spark.nightly.publish import publish_batch
-from neardup_spark.nightly.spark_run import index_with_spark
 from neardup_spark.nightly.steps import BatchContext, batch_features
 from neardup_spark.nightly.store import (
     DEFAULT_BUCKETS,
@@ -111,9 +113,15 @@ from neardup_spark.nightly.store import (
     new_manifest,
     now_iso,
 )
+from neardup_spark.pipeline.dedupe import RunJob
 from neardup_spark.pipeline.execution import start_python_workers
-from neardup_spark.pipeline.in_process import files_format, may_read_in_process
-from neardup_spark.pipeline.reporting import StageTimer, banding_section
+from neardup_spark.pipeline.plan import (
+    DRIVER,
+    Plan,
+    decide_night,
+    decide_night_sketch,
+)
+from neardup_spark.pipeline.reporting import StageTimer, banding_section, run_section
 from neardup_spark.runtime.faults import pause_if_asked
 from neardup_spark.runtime.session import spark_section
 
@@ -195,10 +203,12 @@ def run_incremental(
     buckets: int | None = None,
     keep_versions: int = KEEP_VERSIONS,
     session: SessionSettings | None = None,
+    execution: ExecutionSettings | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> dict[str, Any]:
     """Dedupe the batch at ``new_input`` against the index at ``index_dir`` (created when
-    absent), add it to the index and write the batch's outputs under ``output``.
+    absent), add it to the index and write the batch's outputs under ``output``. Its steps run
+    where ``execution`` says (:mod:`~neardup_spark.pipeline.plan`).
 
     ``buckets`` (default :data:`~neardup_spark.nightly.store.DEFAULT_BUCKETS`) applies when the
     index is created; an existing index keeps its own (``compact_index`` re-buckets). Returns
@@ -221,80 +231,83 @@ def run_incremental(
         raise UserError(f"--index-buckets must be >= 1, got {buckets}")
     check_writable(index_dir, "index")
     storage = storage_for(spark, index_dir)
+    job = RunJob(spark, source, config, execution or ExecutionSettings(), session)
     # A fresh process's first Python workers (imports, kernels) start while the driver reads
     # the index and the input's metadata, as in a full run; a batch read here needs none.
-    max_rows = config.nightly_driver_max_docs
-    if max_rows and may_read_in_process(spark, source, config, max_rows):
+    with timer.stage("read"):
+        listed = list_input(spark, source)
+    preview = job.facts(listed, None, 0, output)
+    if decide_night_sketch(preview, job.execution).where == DRIVER:
         workers_started: Callable[[], None] = lambda: None  # noqa: E731
     else:
         workers_started = start_python_workers(spark)
     with hold_lease(storage, index_dir, "nightly run", lock_timeout) as lease:
         index = open_index(spark, index_dir, config, buckets)
         index.lease = lease
-        report = index_and_publish(
-            spark, source, output, index, config, overwrite,
-            buckets, keep_versions, session, lock_timeout, timer, started,
-        )  # fmt: skip
+        night = Night(job, listed, output, index, buckets, keep_versions, timer, started)
+        report = index_and_publish(night, overwrite, lock_timeout)
     workers_started()  # long done: the night's Python tasks ran on those workers
     return report
 
 
-def index_and_publish(
-    spark: SparkSession,
-    source: CorpusSource,
-    output: str,
-    index: Index,
-    config: DedupeConfig,
-    overwrite: bool,
-    buckets: int | None,
-    keep_versions: int,
-    session: SessionSettings | None,
-    lock_timeout: float,
-    timer: StageTimer,
-    started: float,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Night:
+    """One nightly run: its job (input, settings), the input as listed, its OUTPUT, the
+    index, the new index's buckets and the versions kept, its timer and start."""
+
+    job: RunJob
+    listed: ListedInput
+    output: str
+    index: Index
+    buckets: int | None
+    keep_versions: int
+    timer: StageTimer
+    started: float
+
+
+def index_and_publish(night: Night, overwrite: bool, lock_timeout: float) -> dict[str, Any]:
     """:func:`run_incremental` holding the index's lease: the batch indexed (unless it was
-    before) and published into ``output`` under OUTPUT's lease."""
-    assert source.path is not None  # checked by run_incremental
-    out = OutputDir(spark, output)
+    before) and published into its OUTPUT under OUTPUT's lease."""
+    job, index, timer = night.job, night.index, night.timer
+    spark, config, source = job.spark, job.config, job.source
+    out = OutputDir(spark, night.output)
     with timer.stage("read"):
-        # The batch's id from a file list taken before Spark lists the input to read it: a
+        # The batch's id from the files listed once (Spark then reads them by their path): a
         # file landing in between is read but not in the id, so the next night that sees it
         # is another batch; the other way round it would count as committed, never indexed.
-        inputs = input_files(spark, source.path)
+        inputs = input_files(spark, night.listed.files)
         run_id = make_run_id(inputs, config)
-        df, skipped = read_corpus(
-            spark, source, config.skip_corrupt, (config.id_col, config.text_col)
-        )
+        df, skipped = read_corpus(spark, source, config.skip_corrupt, job.columns, night.listed)
         check_columns(df, config.id_col, config.text_col)
     id_type = "string" if isinstance(df.schema[config.id_col].dataType, T.StringType) else "bigint"
-    input_format = files_format(source, [f["path"] for f in inputs])
     index.check_id_type(id_type)
     batch = index.batch(run_id)
+    plan = Plan(job.facts(night.listed, df, len(skipped), out.path), job.execution)
     with out.locked(lock_timeout):
         finished = out.finished_manifest()
         if batch is not None and finished is not None and finished.get("run_id") == run_id:
-            log.info("batch %s is committed and published at %s: nothing to do", run_id, output)
+            log.info("batch %s is committed and published at %s: nothing to do", run_id, out.path)
             return {**out.read_json(REPORT_FILE), "already_committed": True}
         out.prepare(overwrite)
-        index.collect_garbage(keep_versions)
+        index.collect_garbage(night.keep_versions)
         already = batch is not None
         here = None
         if batch is None:
             context = BatchContext(
                 spark, df, index, config, run_id, inputs, id_type,
-                index.buckets if index.exists else (buckets or DEFAULT_BUCKETS),
-                timer, started, skipped, session, input_format,
+                index.buckets if index.exists else (night.buckets or DEFAULT_BUCKETS),
+                timer, night.started, skipped, job.session, plan, night.listed.format,
             )  # fmt: skip
             batch = index_batch(context)
-            index.collect_garbage(keep_versions)
+            index.collect_garbage(night.keep_versions)
             log.info("batch %s committed as index version %s", run_id, index.name)
-            here = deduplicated_here(context, df, out, join(index.root, batch["results"]))
+            here = deduplicated_here(context, df, join(index.root, batch["results"]))
         else:
             log.info("batch %s was committed before (batch %d): publishing", run_id, batch["seq"])
         with timer.stage("publish"):
-            timing = None if already else (timer, started)
-            report = publish_batch(spark, df, index, batch, config, out, timing, here)
+            timing = None if already else (timer, night.started)
+            steps = None if already else plan.section()  # its publishing's choice too
+            report = publish_batch(spark, df, index, batch, config, out, timing, here, steps)
     report["already_committed"] = already
     return report
 
@@ -305,11 +318,11 @@ def index_batch(ctx: BatchContext) -> dict[str, Any]:
     ``nightly_driver_max_docs`` documents is indexed on the driver, a larger one in Spark jobs
     (same results)."""
     ctx.index.claim(ctx.version_name, f"{SEGMENTS}/{ctx.segment}", ctx.results)
-    features: DataFrame | pa.Table | None = features_in_process(ctx)
-    if features is None:
-        features = batch_features(ctx)
+    sketch = ctx.plan.record(decide_night_sketch(ctx.plan.facts, ctx.plan.settings))
+    here = sketch.where == DRIVER
+    features: DataFrame | pa.Table = features_in_process(ctx) if here else batch_features(ctx)
     check_rows_read(footer_rows(ctx.df), ctx.n_new, "the batch's input files")
-    if ctx.n_new <= ctx.config.nightly_driver_max_docs:
+    if ctx.plan.record(decide_night(ctx.plan.settings, ctx.n_new)).where == DRIVER:
         night = index_on_driver(ctx, features)
     else:
         assert isinstance(features, DataFrame)  # a batch read here is within the driver's size
@@ -364,8 +377,12 @@ def batch_report(
     new_segment: bool,
 ) -> dict[str, Any]:
     """The batch's ``report.json`` (kept with its results in the index)."""
-    wall = time.perf_counter() - ctx.started
     config, session, index = ctx.config, ctx.session, ctx.index
+    settings = {
+        **config.to_dict(),
+        **ctx.plan.settings.to_dict(),
+        **(session.to_dict() if session else {}),
+    }
     return {
         "neardup_spark_version": __version__,
         "method": config.method,
@@ -373,8 +390,6 @@ def batch_report(
         "run_id": ctx.run_id,
         "batch": ctx.seq,
         "inputs": ctx.inputs,
-        "skipped_files": ctx.skipped,
-        "config": {**config.to_dict(), **(session.to_dict() if session else {})},
         "counts": ctx.counts,
         "index": {
             "path": index.root,
@@ -385,11 +400,10 @@ def batch_report(
         },
         "components": components,
         "banding": banding_section(config),
-        "spark": spark_section(ctx.spark),
-        "stage_seconds": ctx.timer.seconds,
-        "stages_on_driver": list(ctx.timer.on_driver),
-        "wall_seconds": round(wall, 3),
-        "docs_per_second": round(ctx.n_new / wall, 1) if wall else None,
+        "plan": ctx.plan.section(),
+        **run_section(
+            spark_section(ctx.spark), ctx.timer, ctx.started, ctx.n_new, settings, ctx.skipped
+        ),
     }
 
 

@@ -25,7 +25,6 @@ from neardup_spark.columns import (
     HAS_TEXT,
     JACCARD,
 )
-from neardup_spark.config import DedupeConfig
 from neardup_spark.nightly.edges import edges_within, incident_edges
 from neardup_spark.nightly.stable_ids import (
     IS_OLD,
@@ -230,21 +229,21 @@ def cluster_with_spark(
     new_edges: DataFrame,
     stored: DataFrame | None,
     sizes: tuple[int, int],
-    config: DedupeConfig,
+    configured_max_edges: int | None,
     keep: Callable[[DataFrame], DataFrame],
 ) -> Clustered:
     """The distributed twin of :func:`~neardup_spark.nightly.stable_ids.cluster_members`, for
     graphs too large for the driver. ``sizes``: (members, new documents), for broadcasts;
+    ``configured_max_edges``: the execution settings' ``components_single_task_max_edges``
+    (the graph's labels in one task up to it, or what one task's memory holds);
     ``keep`` persists a DataFrame read more than once."""
     n_members, n_new = sizes
     members = keep(history)
     edges = keep(_member_graph(members, new_edges, stored, n_members, keep))
     n_graph = edges.count()
-    limit = single_task_edge_limit(
-        edges.sparkSession, config.components_single_task_max_edges, n_graph, edges
-    )
+    limit = single_task_edge_limit(edges.sparkSession, configured_max_edges, n_graph, edges)
     labels, rounds = connected_components(
-        edges.select(DOC_A, DOC_B), local_checkpoint, n_edges=n_graph, single_task_max_edges=limit
+        edges.select(DOC_A, DOC_B), local_checkpoint, single_task=n_graph <= limit
     )
     if rounds == 0:  # one task's labels, read by several branches below: computed once
         labels = keep(labels)

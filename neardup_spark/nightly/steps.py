@@ -52,15 +52,16 @@ from neardup_spark.nightly.text_stash import (
     stashed_texts,
     stashing_features,
 )
+from neardup_spark.pipeline.context import RunContext
 from neardup_spark.pipeline.execution import (
-    BROADCAST_MAX_ROWS,
     candidate_partitions,
     grouped_input,
     maybe_broadcast,
     verify_partitions,
 )
+from neardup_spark.pipeline.plan import Plan
 from neardup_spark.pipeline.reporting import StageTimer
-from neardup_spark.pipeline.steps import document_table
+from neardup_spark.pipeline.sketch import document_table
 from neardup_spark.runtime.faults import batch_faults
 from neardup_spark.runtime.spark_compat import local_checkpoint, to_arrow
 from neardup_spark.stages.candidates import banded_candidate_pairs
@@ -87,6 +88,7 @@ class BatchContext:
     started: float
     skipped: list[dict[str, str]]
     session: SessionSettings | None
+    plan: Plan  # where its steps run (pipeline/plan.py), with the batch's facts
     input_format: str | None = None  # the batch's files' format (None: an input table)
     nonce: str = field(default_factory=new_nonce)
     counts: dict[str, int] = field(default_factory=dict)
@@ -95,6 +97,10 @@ class BatchContext:
     document_files: list[str] | None = None  # the local Parquet files they were read from
     # The batch's normalised texts, when Spark's per-document pass wrote them (.text_stash).
     stash: TextStash | None = None
+
+    def run_context(self) -> RunContext:
+        """The full run's context of this night: its per-document pass is the full run's."""
+        return RunContext(self.spark, self.config, self.plan, self.timer, self.counts)
 
     @property
     def seq(self) -> int:
@@ -163,15 +169,13 @@ def batch_features(ctx: BatchContext) -> DataFrame:
     (``ctx.stash``, :mod:`.text_stash`). Both ways of indexing a night start from it."""
     df, parts = grouped_input(ctx.df)
     directory = ctx.index.segment_path(ctx.segment, STASH_DIR)
-    features, counts, _ = document_table(
+    features, _ = document_table(
+        ctx.run_context(),
         df,
         parts,
-        ctx.config,
-        ctx.timer,
         documents=batch_documents(df, ctx.config),
         features_of=stashing_features(ctx.config, directory, batch_faults),
     )
-    ctx.counts.update(counts)
     ctx.stash = stash_files(ctx.index.storage, directory)
     return features
 
@@ -318,7 +322,7 @@ def verify_candidates(ctx: BatchContext, candidates: Candidates, fresh: DataFram
         sides = candidate_texts(ctx, candidates.pairs, fresh)
         if candidates.stored is not None:
             sides = sides.unionByName(fetch_texts(candidates.stored))
-        broadcast = 2 * n_candidates <= BROADCAST_MAX_ROWS
+        broadcast = 2 * n_candidates <= ctx.plan.settings.broadcast_max_rows
         # Partitions by text bytes, as in a full run: a fixed few held the sides of a
         # 1M-document build in a 2 GB local driver (the local executor's heap) at ~330 MB each.
         chars = ctx.counts.get("text_chars", 0) / max(ctx.n_new, 1)

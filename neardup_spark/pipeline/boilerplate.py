@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import time
 import uuid
 from collections.abc import Callable
@@ -350,7 +349,7 @@ def boilerplate_locked(
         "neardup_spark_version": __version__,
         "input": input_path,
         "input_files": out.file_listing([f for f in files_read(df) if f not in skipped]),
-        "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),
+        "config_sha256": config.settings_sha256(),
         "counts": section["counts"],
     }
     pause_if_asked("before_commit")

@@ -1,8 +1,8 @@
 """Connected components of the verified-pair graph, labelled by each component's smallest id.
 
-Two strategies, chosen by the number of edges (known from the verification counts):
+Two strategies (the plan chooses by the number of edges, :mod:`.plan`):
 
-* up to ``single_task_max_edges`` edges: one executor task gathers the edge list and runs
+* a graph one task holds: one executor task gathers the edge list and runs
   SciPy's connected components (:mod:`neardup_spark.kernels.components`): one Spark job instead
   of several per round, which dominates small runs;
 * above it, distributed alternating large-star / small-star (Kiveris, Lattanzi, Mirrokni,
@@ -155,8 +155,7 @@ def driver_clusters(ids: pa.ChunkedArray, members: pa.Table, schema: pa.Schema) 
 def connected_components(
     edges: DataFrame,
     checkpoint: Callable[[DataFrame], DataFrame],
-    n_edges: int | None = None,
-    single_task_max_edges: int = 0,
+    single_task: bool = False,
     max_rounds: int = 100,
 ) -> tuple[DataFrame, int]:
     """Undirected edges -> ``(labels, rounds)``.
@@ -164,11 +163,12 @@ def connected_components(
     Input columns: ``doc_a``, ``doc_b`` (any orientation; self-loops and repeats ignored).
     Output columns: ``doc_id``, ``component`` (the smallest id of its component), one row per node
     that appears in an edge. ``checkpoint`` persists a DataFrame and cuts its lineage (each
-    distributed round). With ``n_edges <= single_task_max_edges`` the single-task strategy runs
-    (0 rounds); its labels are one task away from ``edges`` and not checkpointed (a checkpoint
-    job and its files cost ~0.3 s): persist ``edges`` and the labels if read more than once.
+    distributed round). ``single_task`` (what the plan chose for a graph one task holds): the
+    single-task strategy runs (0 rounds); its labels are one task away from ``edges`` and not
+    checkpointed (a checkpoint job and its files cost ~0.3 s): persist ``edges`` and the labels
+    if read more than once.
     """
-    if n_edges is not None and n_edges <= single_task_max_edges:
+    if single_task:
         return single_task_components(edges), 0
     current = checkpoint(_normalized(edges))
     rounds = 0

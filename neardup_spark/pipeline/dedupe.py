@@ -1,64 +1,69 @@
-"""The dedupe run: ``dedupe(df, config)`` (the Python API) chains the steps of
-:mod:`neardup_spark.pipeline.steps`; ``run(spark, input, output, config)`` (the command line's
-path) reads the corpus, calls it and writes the output contract."""
+"""The dedupe run, step by step. :func:`run` (the command line's path) and :func:`dedupe` (the
+Python API) share :func:`dedupe_steps`; where each step executes is the plan's choice
+(:mod:`.plan`), from the run's facts (:mod:`.facts`), and each step's implementations sit side
+by side in its module:
+
+    facts       .facts              the input listed, its footers read, once; the session
+    read        io/corpus           Spark's read of the listed files, whole files only
+    sketch      .sketch             the per-document pass: driver | tasks | spark
+    pairs       .pairs              exact copies, candidates, verification: driver | spark
+    components  .members            each document's representative: driver | one task | rounds
+    outputs     .outputs            clusters/, pairs/, deduplicated/: copies | Spark writes
+    commit      io/output           staged, then committed with the report and manifest
+"""
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from neardup_spark import __version__
-from neardup_spark.columns import DOC_ID, IS_REPRESENTATIVE
-from neardup_spark.config import DedupeConfig, SessionSettings
+from neardup_spark.config import DedupeConfig, ExecutionSettings, SessionSettings
 from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import (
     CorpusSource,
+    ListedInput,
     as_documents,
     check_columns,
     check_paths_apart,
     files_read,
     input_files,
+    list_input,
     preference_table,
     read_corpus,
 )
-from neardup_spark.io.filesystem import LocalStorage, join, write_parquet_file
 from neardup_spark.io.footer_rows import check_rows_read, footer_rows
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import CHECKPOINT_DIR, DEDUPE_LAYOUT, REPORT_FILE, OutputDir
+from neardup_spark.pipeline.addressed_input import addressed_input
 from neardup_spark.pipeline.boilerplate import boilerplate_step
-from neardup_spark.pipeline.driver_pairs import DriverTables
+from neardup_spark.pipeline.context import RunContext
+from neardup_spark.pipeline.deduplicated_copy import RemovedRows
 from neardup_spark.pipeline.execution import (
     grouped_input,
     local_checkpoint,
     reliable_checkpoint,
-    run_alongside,
-    run_together,
     start_python_workers,
 )
-from neardup_spark.pipeline.filtered_scans import addressed_input
-from neardup_spark.pipeline.in_process import LocalInput, local_input, may_read_in_process
-from neardup_spark.pipeline.local_output import RowsCopy, rows_copy, write_rows_without
-from neardup_spark.pipeline.reporting import StageTimer
-from neardup_spark.pipeline.resume import RunPlan, StageResults, plan_run
-from neardup_spark.pipeline.steps import (
-    cluster_members,
-    document_table,
-    finish_components,
-    members_on_driver,
-    output_tables,
-    run_report,
-    verified_edges,
+from neardup_spark.pipeline.facts import RunFacts, frame_facts, gather_facts
+from neardup_spark.pipeline.members import members_and_pairs_written
+from neardup_spark.pipeline.outputs import Found, output_tables, write_outputs
+from neardup_spark.pipeline.pairs import verified_edges
+from neardup_spark.pipeline.plan import Plan, python_tasks_expected
+from neardup_spark.pipeline.reporting import (
+    StageTimer,
+    banding_section,
+    run_section,
+    simhash_section,
 )
+from neardup_spark.pipeline.resume import RunStaging, StageResults, run_staging
+from neardup_spark.pipeline.sketch import document_table
 from neardup_spark.pipeline.tables import TABLES, TABLES_LAYOUT, OutputTables
-from neardup_spark.pipeline.task_copy import RemovedRows, copy_in_tasks
 from neardup_spark.runtime.faults import pause_if_asked
 from neardup_spark.runtime.session import keep_column_types, spark_section
 
@@ -73,15 +78,6 @@ class DedupeResult:
     deduplicated: DataFrame
     report: dict[str, Any]
     persisted: list[DataFrame] = field(default_factory=list, repr=False)
-    # Writes the pairs when dedupe() did not (a run whose members were found on the driver
-    # writes them with its other tables, in one go).
-    write_pairs: Callable[[], object] | None = field(default=None, repr=False)
-    # clusters/ and pairs/ as tables of this process (members found on the driver; pairs/
-    # when made here too, see driver_pairs.DriverTables): written from here.
-    clusters_table: pa.Table | None = field(default=None, repr=False)
-    pairs_table: pa.Table | None = field(default=None, repr=False)
-    # The removed documents with the input's addresses, for deduplicated/ copied by tasks.
-    removed_rows: RemovedRows | None = field(default=None, repr=False)
 
     def release(self) -> None:
         for df in self.persisted:
@@ -91,120 +87,99 @@ class DedupeResult:
 def dedupe(
     df: DataFrame,
     config: DedupeConfig,
-    checkpoint: Callable[[DataFrame], DataFrame] | None = None,
+    execution: ExecutionSettings | None = None,
+    *,
     timer: StageTimer | None = None,
-    write_pairs: Callable[[DataFrame], object] | None = None,
     results: StageResults | None = None,
-    local: LocalInput | None = None,
 ) -> DedupeResult:
     """Find the near-duplicate clusters of ``df`` (a DataFrame with ``config.id_col`` and
-    ``config.text_col``; other columns are carried into ``deduplicated``).
+    ``config.text_col``; other columns are carried into ``deduplicated``), the Python API.
 
-    ``write_pairs``, if given, writes the pairs table as soon as it is known, alongside the
-    connected components (a single task at most sizes, leaving the other cores free). Arrow
-    batches have the session's size (``spark.sql.execution.arrow.maxRecordsPerBatch``).
-    ``results`` keeps each stage's result (default: Spark's cache; :func:`run` keeps them on
-    disk, resumable). ``local``: ``df``'s files when this process may read them and do the
-    per-document pass itself (:mod:`~neardup_spark.pipeline.in_process`).
-
-    ``config.prefer`` (a keep policy over input columns) chooses each cluster's representative.
-    Raises :class:`UserError` for a missing column, a bad type, or null/duplicate ids.
+    Its steps run where ``execution``'s thresholds say (:mod:`.plan`; ``report["plan"]``); the
+    input is read by Spark (a DataFrame may be any query). Arrow batches have the session's
+    size (``spark.sql.execution.arrow.maxRecordsPerBatch``). ``results`` keeps each stage's
+    result (default: Spark's cache). ``config.prefer`` (a keep policy over input columns)
+    chooses each cluster's representative. Raises :class:`UserError` for a missing column, a
+    bad type, or null/duplicate ids.
     """
-    timer = timer or StageTimer()
-    results = results or StageResults()
+    check_columns(df, config.id_col, config.text_col)
+    id_type = df.schema[config.id_col].dataType
+    facts = frame_facts(df.sparkSession, id_type, config.strip_boilerplate)
+    plan = Plan(facts, execution)
+    ctx = RunContext(df.sparkSession, config, plan, timer or StageTimer())
+    ctx.results = results or ctx.results
+    return dedupe_steps(ctx, df)[0]
+
+
+def dedupe_steps(
+    ctx: RunContext,
+    df: DataFrame,
+    write_pairs: Callable[[DataFrame], object] | None = None,
+) -> tuple[DedupeResult, Found]:
+    """The steps of a dedupe of ``df`` in ``ctx`` -> its result, and what the steps found that
+    the writers need (:class:`~neardup_spark.pipeline.outputs.Found`). ``write_pairs``, if
+    given, writes the pairs table as soon as it is known, alongside the components."""
+    config = ctx.config
     check_columns(df, config.id_col, config.text_col)
     ranking = preference_table(df, config.id_col, config.preference) if config.prefer else None
-    addressed = addressed_input(df, config.id_col, config.text_col)  # None unless a file scan
+    schemas = {f.path: f.schema for f in ctx.facts.input.parquet}
+    addressed = addressed_input(df, config.id_col, config.text_col, schemas)  # a Parquet scan
     df, parts = grouped_input(df)  # the per-document pass, verification and deduplicated/ read it
-    cleaning = boilerplate_step(df, config, timer) if config.strip_boilerplate else None
-    features, counts, here = document_table(
+    cleaning = boilerplate_step(df, config, ctx.timer) if config.strip_boilerplate else None
+    features, here = document_table(
+        ctx,
         df,
         parts,
-        config,
-        timer,
         cleaning.documents if cleaning else None,
         cleaning.features_of if cleaning else None,
-        results,
-        local,
     )
     texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
-    pairs, driver = verified_edges(features, texts, config, timer, counts, results, addressed, here)
+    pairs, driver = verified_edges(ctx, features, texts, addressed, here)
     del here  # the texts read here are not needed again
     members, components, pending = members_and_pairs_written(
-        pairs,
-        features,
-        config,
-        timer,
-        counts,
-        checkpoint or local_checkpoint,
-        results,
-        ranking,
-        driver,
-        write_pairs,
+        ctx, pairs, features, ranking, driver, write_pairs
     )
-    results.release("exact", "candidates", "verify")
+    ctx.results.release("exact", "candidates", "verify")
     clusters, deduplicated, clusters_here = output_tables(
-        df, features, members, config, counts, addressed, driver
+        ctx, df, features, members, addressed, driver
     )
-    report = run_report(config, counts, components, timer)
+    report = dedupe_report(ctx, components)
     if cleaning:
-        with timer.stage("boilerplate"):
+        with ctx.timer.stage("boilerplate"):
             report["boilerplate"] = cleaning.report(features)
         cleaning.release()
-    return DedupeResult(
-        clusters,
-        pairs,
-        deduplicated,
-        report,
-        [features, pairs, members],
-        write_pairs=pending,
-        clusters_table=clusters_here,
-        pairs_table=driver.pair_rows if driver is not None and pending else None,
-        removed_rows=(
-            RemovedRows(addressed, members, counts["removed"], counts["input_rows"])
-            if addressed is not None
-            else None
-        ),
+    counts = ctx.counts
+    pair_rows = driver.pair_rows if driver is not None and pending else None
+    found = Found(
+        clusters_here,
+        pair_rows.cast(to_arrow_schema(pairs.schema)) if pair_rows is not None else None,
+        pending,
+        RemovedRows(addressed, members, counts["removed"], counts["input_rows"])
+        if addressed is not None
+        else None,
     )
+    result = DedupeResult(clusters, pairs, deduplicated, report, [features, pairs, members])
+    return result, found
 
 
-def members_and_pairs_written(
-    pairs: DataFrame,
-    features: DataFrame,
-    config: DedupeConfig,
-    timer: StageTimer,
-    counts: dict[str, int],
-    checkpoint: Callable[[DataFrame], DataFrame],
-    results: StageResults,
-    ranking: tuple[DataFrame, list[tuple[str, bool]]] | None,
-    driver: DriverTables | None,
-    write_pairs: Callable[[DataFrame], object] | None,
-) -> tuple[DataFrame, dict[str, Any], Callable[[], object] | None]:
-    """:func:`~neardup_spark.pipeline.steps.cluster_members` (finished in ``results``), with
-    ``write_pairs`` writing the pairs alongside; members found on the driver take no time, so
-    their pairs are left to be written with the other outputs: the third value writes them."""
-    write_now = write_pairs is not None and results.finished("components") is None
-    later = members_on_driver(config, counts, ranking, driver)
-    pairs_written = (
-        run_alongside(pairs.sparkSession, lambda: write_pairs(pairs))
-        if write_pairs and write_now and not later
-        else None
-    )
-    try:
-        members, components = cluster_members(
-            pairs, features, config, timer, counts, checkpoint, results, ranking, driver
-        )
-    except Exception:  # (an interrupt is not waited on: it stops the process)
-        if pairs_written:  # a failed write cancelled the components: report the cause
-            pairs_written()
-        raise
-    if pairs_written:  # before the intermediates it may still read are released
-        with timer.stage("write"):
-            pairs_written()
-    if not later:  # members found here are not kept: a rerun finds them again
-        finish_components(results, counts, components)
-    pending = (lambda: write_pairs(pairs)) if write_pairs and write_now and later else None
-    return members, components, pending
+def dedupe_report(ctx: RunContext, components: dict[str, Any]) -> dict[str, Any]:
+    """What a dedupe computed: counts, components, the banding or SimHash tables, the plan."""
+    config = ctx.config
+    report: dict[str, Any] = {
+        "neardup_spark_version": __version__,
+        "method": config.method,
+        "config": {**config.to_dict(), **ctx.settings.to_dict()},
+        "counts": ctx.counts,
+        "components": components,
+        "plan": ctx.plan.section(),
+        "stage_seconds": ctx.timer.seconds,
+        "stages_on_driver": list(ctx.timer.on_driver),
+    }
+    if config.method == "minhash":
+        report["banding"] = banding_section(config)
+    if config.method == "simhash":
+        report["simhash"] = simhash_section(config)
+    return report
 
 
 def run(
@@ -216,6 +191,7 @@ def run(
     session: SessionSettings | None = None,
     resume: bool = True,
     *,
+    execution: ExecutionSettings | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     tables: OutputTables | None = None,
 ) -> dict[str, Any]:
@@ -223,221 +199,156 @@ def run(
     format, or a table), dedupe, write the output contract under ``output_path``.
 
     Layout: ``clusters/``, ``pairs/``, ``deduplicated/`` (Parquet), ``report.json``, and
-    ``_SUCCESS`` written last. ``session``, the settings the session was built with, goes into
-    the report's config. Each finished stage is kept under ``OUTPUT/_staging/RUN_ID/``: a rerun
-    of the same input and config resumes from the last one (:mod:`~neardup_spark.pipeline.
-    resume`; ``resume=False`` starts afresh). One run writes an OUTPUT at a time: another run
-    holding it is waited for up to ``lock_timeout`` seconds. Returns the report.
+    ``_SUCCESS`` written last. ``session`` and ``execution``, the settings the session was
+    built with and the plan's thresholds (and choices given beforehand, ``plan``), go into the
+    report's config. Each finished stage
+    is kept under ``OUTPUT/_staging/RUN_ID/``: a rerun of the same input and config resumes
+    from the last one (:mod:`~neardup_spark.pipeline.resume`; ``resume=False`` starts afresh).
+    One run writes an OUTPUT at a time: another run holding it is waited for up to
+    ``lock_timeout`` seconds. Returns the report.
 
     ``tables``: the three tables are written to the catalog instead, and OUTPUT (optional then)
     gets ``report.json`` (:mod:`~neardup_spark.pipeline.tables`).
     """
     source = CorpusSource.of(input_path)
+    job = RunJob(spark, source, config, execution or ExecutionSettings(), session)
     if output_path is None:
         if tables is None:
             raise UserError("give an OUTPUT directory or --output-table PREFIX")
-        return run_to_tables(spark, source, tables, config, session)
+        return run_to_tables(job, tables)
     if source.path is not None:
         check_paths_apart({"input": source.path, "output": output_path})
     out = OutputDir(spark, output_path, TABLES_LAYOUT if tables else DEDUPE_LAYOUT)
     with out.locked(lock_timeout):
-        return run_locked(spark, source, out, config, overwrite, session, resume, tables)
+        return run_locked(job, out, overwrite, resume, tables)
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One command's run: its session, input, what it computes, where its steps execute (and
+    the steps' choices given beforehand) and its session settings (for the report)."""
+
+    spark: SparkSession
+    source: CorpusSource
+    config: DedupeConfig
+    execution: ExecutionSettings
+    session: SessionSettings | None
+
+    @property
+    def columns(self) -> tuple[str, str]:
+        return (self.config.id_col, self.config.text_col)
+
+    def settings(self) -> dict[str, Any]:
+        """The report's ``config``: every setting of the run."""
+        session = self.session.to_dict() if self.session is not None else {}
+        return {**self.config.to_dict(), **self.execution.to_dict(), **session}
+
+    def facts(
+        self, listed: ListedInput, df: DataFrame | None, skipped: int, output: str | None
+    ) -> RunFacts:
+        """The run's facts (before its read: ``df`` None, a preview for the Python workers)."""
+        schema = df.schema if df is not None else None
+        cleaning = self.config.strip_boilerplate
+        return gather_facts(self.spark, listed, self.columns, schema, skipped, output, cleaning)
+
+
+def read_input(
+    job: RunJob, timer: StageTimer, output: str | None
+) -> tuple[DataFrame, list[dict[str, Any]], list[dict[str, Any]], Plan, Callable[[], None] | None]:
+    """The run's input listed once (files and footers), its Python workers started early when
+    the plan's preview expects Python tasks, its files digested (the run id), then read: the
+    input DataFrame, the files digested, those skipped, the plan, and the wait for the
+    workers (None: none started)."""
+    spark = job.spark
+    with timer.stage("input_digest"):
+        listed = list_input(spark, job.source)
+        preview = job.facts(listed, None, 0, output)
+        expected = python_tasks_expected(preview, job.execution)
+        workers_started = start_python_workers(spark) if expected else None
+        # The run id's digest is of the files listed above, which Spark then reads by their
+        # path: a file that lands in between is read but not in the id, so a rerun that sees
+        # it gets another id and starts afresh; the other way round, a resumed run would
+        # reuse stages without it.
+        files = input_files(spark, listed.files) if job.source.path is not None else []
+    with timer.stage("read"):
+        df, skipped = read_corpus(spark, job.source, job.config.skip_corrupt, job.columns, listed)
+        check_columns(df, *job.columns)
+    plan = Plan(job.facts(listed, df, len(skipped), output), job.execution)
+    return df, files, skipped, plan, workers_started
 
 
 def run_locked(
-    spark: SparkSession,
-    source: CorpusSource,
-    out: OutputDir,
-    config: DedupeConfig,
-    overwrite: bool,
-    session: SessionSettings | None,
-    resume: bool,
-    tables: OutputTables | None = None,
+    job: RunJob, out: OutputDir, overwrite: bool, resume: bool, tables: OutputTables | None
 ) -> dict[str, Any]:
     """:func:`run` holding OUTPUT's lease."""
-    started = time.perf_counter()
-    timer = StageTimer()
+    started, timer, spark = time.perf_counter(), StageTimer(), job.spark
     out.prepare(overwrite, clear_staging=False)
     if tables is not None:
         tables.check(spark)
-    ahead = python_tasks_ahead(spark, source, config)
-    workers_started = start_python_workers(spark) if ahead else None
-    # The run id's file list is taken before Spark lists the input to read it: a file that
-    # lands in between is then read but not in the id, so a rerun that sees it gets another id
-    # and starts afresh; the other way round, a resumed run would reuse stages without it.
-    with timer.stage("input_digest"):
-        files = input_files(spark, source.path) if source.path is not None else []
-    with timer.stage("read"):
-        df, skipped_files = read_corpus(
-            spark, source, config.skip_corrupt, (config.id_col, config.text_col)
-        )
-        check_columns(df, config.id_col, config.text_col)
-    plan = plan_run(spark, out, source, config, resume, files)
-    staged = plan.staged
+    df, files, skipped, plan, workers_started = read_input(job, timer, out.path)
+    staging = run_staging(spark, out, job.source, job.config, resume, files)
+    staged = staging.staged
     staged.delete(CHECKPOINT_DIR)  # a killed run's; the components stage checkpoints afresh
-    local = local_input(spark, source, files, config, skipped_files)
-    result = dedupe(
-        df,
-        config,
-        checkpoint=reliable_checkpoint(spark, staged.child(CHECKPOINT_DIR)),
-        timer=timer,
-        write_pairs=lambda pairs: pairs.write.mode("overwrite").parquet(staged.child("pairs")),
-        results=plan.results,
-        local=local,
-    )
-    check_rows_read(footer_rows(df), result.report["counts"]["input_rows"], source.shown)
+    checkpoint = reliable_checkpoint(spark, staged.child(CHECKPOINT_DIR))
+    ctx = RunContext(spark, job.config, plan, timer, {}, staging.results, checkpoint)
+    write_pairs = lambda pairs: pairs.write.mode("overwrite").parquet(staged.child("pairs"))  # noqa: E731
+    result, found = dedupe_steps(ctx, df, write_pairs)
+    check_rows_read(footer_rows(df), ctx.counts["input_rows"], job.source.shown)
     keep_column_types(spark)  # deduplicated/ keeps the input's timestamp types
     with timer.stage("write"):
-        local_out = isinstance(staged.storage, LocalStorage)
-        copy = rows_copy(df, local, config.id_col) if local_out else None
-        write_outputs(spark, result, staged, tables, copy, config.id_col)
+        write_outputs(ctx, result.clusters, result.deduplicated, found, staged, tables)
     result.release()
     if workers_started:
         workers_started()  # long done: the job's Python tasks ran on those workers
     staged.delete(CHECKPOINT_DIR)
-    report = {**result.report, **plan_section(plan)}
-    if session is not None:
-        report["config"] = {**config.to_dict(), **session.to_dict()}
-    wall = time.perf_counter() - started
-    report.update(
-        {
-            "input": source.shown,
-            "input_format": source.format,
-            "output": out.path,
-            **({"output_tables": tables.names} if tables else {}),
-            "spark": spark_section(spark),
-            "skipped_files": skipped_files,
-            "stage_seconds": timer.seconds,
-            "wall_seconds": round(wall, 3),
-            "docs_per_second": round(report["counts"]["input_rows"] / wall, 1) if wall else None,
-        }
-    )
+    report = {
+        **result.report,
+        **resume_section(staging),
+        "input": job.source.shown,
+        "input_format": job.source.format,
+        "output": out.path,
+        **({"output_tables": tables.names} if tables else {}),
+        "plan": plan.section(),
+        **run_section(
+            spark_section(spark), timer, started, ctx.counts["input_rows"], job.settings(), skipped
+        ),
+    }
     staged.write_json(REPORT_FILE, report)
-    manifest = run_manifest(out, df, config, report)
+    manifest = run_manifest(out, df, job.config, report)
     pause_if_asked("before_commit")
     written = ("clusters", "pairs", "deduplicated") if tables is None else ("pairs",)
     out.commit(staged, manifest, on_cleared=lambda: pause_if_asked("in_commit"), required=written)
     return report
 
 
-def python_tasks_ahead(spark: SparkSession, source: CorpusSource, config: DedupeConfig) -> bool:
-    """Whether the run will run Python tasks (whose workers a fresh process starts early):
-    not when the driver may read its input (:func:`~neardup_spark.pipeline.in_process.
-    may_read_in_process`) and find its pairs (``driver_max_docs``), which then runs none."""
-    if config.strip_boilerplate or not config.driver_max_docs:
-        return True
-    return not may_read_in_process(spark, source, config, config.driver_max_docs)
-
-
-def write_outputs(
-    spark: SparkSession,
-    result: DedupeResult,
-    staged: OutputDir,
-    tables: OutputTables | None,
-    copy: RowsCopy | None = None,
-    id_col: str = "",
-) -> None:
-    """``clusters/`` and ``deduplicated/`` staged as Parquet (and ``pairs/`` when dedupe()
-    left it to be written here), or the three tables written (pairs from the staged
-    Parquet). ``copy``: ``deduplicated/`` is copied from the input files by this process
-    (:mod:`~neardup_spark.pipeline.local_output`; ``id_col`` names their id column) when
-    the clusters are a table here, else by Spark tasks (:mod:`.task_copy`) when they can."""
-    if tables is None:
-        table = result.clusters_table
-
-        def write_deduplicated() -> None:
-            name = "deduplicated"
-            if copy is not None and table is not None:
-                write_rows_without(copy, id_col, removed_ids(table), staged, name)
-            elif not (
-                copy is not None
-                and result.removed_rows is not None
-                and copy_in_tasks(result.removed_rows, copy, staged, name)
-            ):
-                result.deduplicated.write.mode("overwrite").parquet(staged.child(name))
-
-        def write_clusters() -> None:
-            if table is not None:
-                write_table_here(staged, "clusters", table)
-            else:
-                result.clusters.write.mode("overwrite").parquet(staged.child("clusters"))
-
-        def write_pairs() -> None:
-            if result.pairs_table is not None:
-                rows = result.pairs_table.cast(to_arrow_schema(result.pairs.schema))
-                write_table_here(staged, "pairs", rows)
-            elif result.write_pairs:
-                result.write_pairs()
-
-        # The last action runs in this thread: the Spark jobs start first, in the background.
-        pending = [write_pairs] if result.write_pairs else []
-        run_together(spark, [*pending, write_deduplicated, write_clusters])
-        return
-    if result.write_pairs:
-        result.write_pairs()
-    tables.write("pairs", spark.read.parquet(staged.child("pairs")))
-    tables.write("clusters", result.clusters)
-    tables.write("deduplicated", result.deduplicated)
-
-
-def removed_ids(clusters: pa.Table) -> pa.Array:
-    """The ids of the documents a ``clusters/`` table does not keep (not representatives)."""
-    removed = clusters.filter(pc.invert(clusters.column(IS_REPRESENTATIVE)))
-    return removed.column(DOC_ID).combine_chunks()
-
-
-def write_table_here(staged: OutputDir, name: str, table: pa.Table) -> None:
-    """A staged output computed in this process, written by it as one Parquet file (replacing
-    what a killed attempt left)."""
-    staged.delete(name)
-    write_parquet_file(join(staged.child(name), "part-00000.parquet"), table, staged.storage)
-
-
-def run_to_tables(
-    spark: SparkSession,
-    source: CorpusSource,
-    tables: OutputTables,
-    config: DedupeConfig,
-    session: SessionSettings | None,
-) -> dict[str, Any]:
+def run_to_tables(job: RunJob, tables: OutputTables) -> dict[str, Any]:
     """:func:`run` with no OUTPUT: the stages kept in Spark's cache (not resumable), the three
     tables written, no ``report.json``. Returns the report."""
-    started = time.perf_counter()
-    timer = StageTimer()
-    workers_started = start_python_workers(spark)
-    with timer.stage("read"):
-        df, skipped_files = read_corpus(
-            spark, source, config.skip_corrupt, (config.id_col, config.text_col)
-        )
-        check_columns(df, config.id_col, config.text_col)
-        tables.check(spark)
-    result = dedupe(df, config, timer=timer)
-    check_rows_read(footer_rows(df), result.report["counts"]["input_rows"], source.shown)
+    started, timer, spark = time.perf_counter(), StageTimer(), job.spark
+    tables.check(spark)
+    df, _, skipped, plan, workers_started = read_input(job, timer, None)
+    ctx = RunContext(spark, job.config, plan, timer, {}, StageResults(), local_checkpoint)
+    result, _ = dedupe_steps(ctx, df)
+    check_rows_read(footer_rows(df), ctx.counts["input_rows"], job.source.shown)
     keep_column_types(spark)
     with timer.stage("write"):
         for name in TABLES:
             tables.write(name, getattr(result, name))
     result.release()
-    workers_started()
-    report = dict(result.report)
-    if session is not None:
-        report["config"] = {**config.to_dict(), **session.to_dict()}
-    wall = time.perf_counter() - started
-    report.update(
-        {
-            "input": source.shown,
-            "input_format": source.format,
-            "output": None,
-            "output_tables": tables.names,
-            "spark": spark_section(spark),
-            "skipped_files": skipped_files,
-            "resumed_stages": [],
-            "stage_seconds": timer.seconds,
-            "wall_seconds": round(wall, 3),
-            "docs_per_second": round(report["counts"]["input_rows"] / wall, 1) if wall else None,
-        }
-    )
-    return report
+    if workers_started:
+        workers_started()
+    return {
+        **result.report,
+        "input": job.source.shown,
+        "input_format": job.source.format,
+        "output": None,
+        "output_tables": tables.names,
+        "resumed_stages": [],
+        "plan": plan.section(),
+        **run_section(
+            spark_section(spark), timer, started, ctx.counts["input_rows"], job.settings(), skipped
+        ),
+    }
 
 
 def run_manifest(
@@ -451,16 +362,16 @@ def run_manifest(
         "input": report["input"],
         "input_files": out.file_listing([f for f in files_read(df) if f not in skipped]),
         "skipped_files": report["skipped_files"],
-        "config_sha256": hashlib.sha256(config.settings_json().encode()).hexdigest(),
+        "config_sha256": config.settings_sha256(),
         "resumed_stages": report["resumed_stages"],
         "counts": report["counts"],
     }
 
 
-def plan_section(plan: RunPlan) -> dict[str, Any]:
+def resume_section(staging: RunStaging) -> dict[str, Any]:
     """The report's run id, ``resumed_stages`` and ``resume`` (why a run started afresh)."""
     return {
-        "run_id": plan.run_id,
-        "resumed_stages": list(plan.results.resumed),
-        "resume": plan.report_section(),
+        "run_id": staging.run_id,
+        "resumed_stages": list(staging.results.resumed),
+        "resume": staging.report_section(),
     }

@@ -1,11 +1,12 @@
-"""Small runs find their pairs on the driver: after the per-document pass (Spark), a corpus of
-up to ``driver_max_docs`` documents gets its exact copies, LSH candidates and verified pairs in
-this process, on Arrow tables, with the batch functions the Spark stages run in their tasks
-(:mod:`neardup_spark.batch.candidates`, :mod:`neardup_spark.batch.scoring`). The per-document
-table comes back in one Spark job and the candidates' texts in one more, instead of the three
-stages' shuffles, writes and reads back: at 5,000 pages each stage's fixed cost was most of it.
+"""The ``driver`` implementation of the pairs step (:mod:`.pairs`): after the per-document pass,
+a corpus of up to ``driver_max_docs`` documents gets its exact copies, LSH candidates and
+verified pairs in this process, on Arrow tables, with the batch functions the Spark stages run
+in their tasks (:mod:`neardup_spark.batch.candidates`, :mod:`neardup_spark.batch.scoring`). The
+per-document table comes back in one Spark job and the candidates' texts in one more, instead of
+the three stages' shuffles, writes and reads back: at 5,000 pages each stage's fixed cost was
+most of it.
 
-Same pairs as the Spark path (:mod:`.steps`): the same grouping of copies (smallest id by the
+Same pairs as the Spark path (:mod:`.pairs`): the same grouping of copies (smallest id by the
 ids' own order: Arrow and Spark both order strings by their UTF-8 bytes), the same buckets and
 stars, the same scoring function and threshold; tested against it on the same corpora. These
 stages are not kept for a resumed run: below this size, redoing them costs less than staging.
@@ -22,7 +23,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from neardup_spark.batch.scoring import score_pairs, sets_from_texts_fn
 from neardup_spark.columns import (
@@ -43,18 +43,13 @@ from neardup_spark.columns import (
 )
 from neardup_spark.config import DedupeConfig
 from neardup_spark.kernels.lsh import bucket_pairs
-from neardup_spark.pipeline.in_process import SketchedHere, in_process_threads, map_in_threads
-from neardup_spark.pipeline.reporting import StageTimer
+from neardup_spark.pipeline.context import RunContext
+from neardup_spark.pipeline.sketch import SketchedHere, map_in_threads
 from neardup_spark.runtime.engine import from_arrow_batches
 from neardup_spark.runtime.spark_compat import to_arrow
 from neardup_spark.stages.clusters import exact_pairs, minhash_pairs, simhash_pairs
 
-# The candidates' texts come back through the driver: a corpus with more characters than this
-# takes the Spark path whatever its document count (the driver's default heap is 2 GB).
-DRIVER_MAX_TEXT_CHARS = 200_000_000
 _PAIRS_PER_BLOCK = 2048  # pairs scored at once (by one thread)
-# Id types whose order Arrow and Spark agree on (a component's and a group's smallest id).
-_ORDERED_ID_TYPES = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
 
 
 @dataclass
@@ -71,43 +66,23 @@ class DriverTables:
     pair_rows: pa.Table | None = None
 
 
-def pairs_fit_driver(
-    features: DataFrame,
-    config: DedupeConfig,
-    counts: dict[str, int],
-    here: SketchedHere | None = None,
-) -> bool:
-    """True when the run is small enough to find its pairs on the driver: the texts were read
-    here (``here``), or are few enough to come back through the driver's JVM."""
-    id_type = features.schema[DOC_ID].dataType
-    texts_here = here is not None and here.documents is not None
-    return (
-        counts["input_rows"] <= config.driver_max_docs
-        and (texts_here or counts.get("text_chars", 0) <= DRIVER_MAX_TEXT_CHARS)
-        and isinstance(id_type, _ORDERED_ID_TYPES)
-        and type(id_type) is not T.VarcharType  # (a subclass of StringType on some versions)
-    )
-
-
 def driver_pair_parts(
+    ctx: RunContext,
     features: DataFrame,
     texts: DataFrame | Callable[[DataFrame, bool], DataFrame],
-    config: DedupeConfig,
-    timer: StageTimer,
-    counts: dict[str, int],
     here: SketchedHere | None = None,
 ) -> tuple[list[DataFrame], DriverTables]:
-    """The ``pairs/`` rows of :func:`~neardup_spark.pipeline.steps.verified_edges`, found on
+    """The ``pairs/`` rows of :func:`~neardup_spark.pipeline.pairs.verified_edges`, found on
     the driver: exact-copy rows (when copies are collapsed first) and verified near-duplicate
     rows, each a DataFrame of the driver's table, and the :class:`DriverTables` of the run;
-    ``counts`` filled as the Spark path does. ``here``: the per-document table (and
+    ``ctx.counts`` filled as the Spark path does. ``here``: the per-document table (and
     texts) this process computed, read instead of fetching them from Spark."""
-    spark = features.sparkSession
+    spark, config, timer, counts = ctx.spark, ctx.config, ctx.timer, ctx.counts
     counts["exact_copies"] = counts["candidate_pairs"] = counts["near_pairs"] = 0
     exact_first = config.method == "exact" or config.exact_first
     parts: list[DataFrame] = []
     found: dict[str, pa.Table] = {}  # method -> the edges it found
-    threads = in_process_threads(spark)  # 0 on a cluster: one thread then
+    threads = ctx.facts.engine.local_threads  # 0 on a cluster: one thread then
 
     def find_candidates(unique: pa.Table, counted: dict[str, int]) -> pa.Table:
         found = candidate_pairs(unique, config.bucket_all_pairs_max, threads)
@@ -125,7 +100,7 @@ def driver_pair_parts(
             counts["exact_copies"] = counted["rows"] = copies.num_rows
             unique = docs.filter(pc.invert(pc.is_in(docs.column(DOC_ID), copies.column(DOC_B))))
             # doc_a nullable, as the Spark path's (a window's min)
-            parts.append(exact_pairs(from_arrow_batches(spark, _required(copies, DOC_B))))
+            parts.append(exact_pairs(from_arrow_batches(spark, _nullable(copies))))
             found["exact"] = copies
         else:
             candidates = find_candidates(unique, counted)
@@ -141,10 +116,10 @@ def driver_pair_parts(
             else:
                 side_texts = candidate_texts(spark, candidates, texts)
             kept = verified_minhash(candidates, side_texts, config, threads)
-            part = minhash_pairs(from_arrow_batches(spark, _required(kept)))
+            part = minhash_pairs(from_arrow_batches(spark, _nullable(kept)))
         else:
             kept = verified_simhash(candidates, unique, config.hamming_k)
-            part = simhash_pairs(from_arrow_batches(spark, _required(kept)))
+            part = simhash_pairs(from_arrow_batches(spark, _nullable(kept)))
         counts["near_pairs"] = counted["rows"] = kept.num_rows
     parts.append(part)
     found[config.method] = kept
@@ -300,8 +275,7 @@ def verified_minhash(
     candidates: pa.Table, texts: pa.Table, config: DedupeConfig, threads: int = 1
 ) -> pa.Table:
     """Candidate pairs and their documents' texts -> the pairs whose exact Jaccard reaches the
-    threshold: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate`` (the Spark path's scoring), in
-    blocks of pairs scored ``threads`` at a time."""
+    threshold: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate`` (:func:`verified_here`)."""
     n = candidates.num_rows
     if not n:
         return _scored(candidates, pa.array([], pa.float64()), pa.array([], pa.float64()))
@@ -310,24 +284,40 @@ def verified_minhash(
         pa.chunked_array([candidates.column(DOC_A), candidates.column(DOC_B)]).combine_chunks(),
         value_set=texts.column(DOC_ID).combine_chunks(),
     ).to_numpy(zero_copy_only=False)
-    with_sets = sets_from_texts_fn(config)
-    text = texts.column(TEXT)
+    doc_a, doc_b = candidates.column(DOC_A), candidates.column(DOC_B)
+    return verified_here(doc_a, doc_b, where[:n], where[n:], texts.column(TEXT), config, threads)
+
+
+def verified_here(
+    doc_a: pa.Array | pa.ChunkedArray,
+    doc_b: pa.Array | pa.ChunkedArray,
+    rows_a: np.ndarray,
+    rows_b: np.ndarray,
+    texts: pa.ChunkedArray,
+    config: DedupeConfig,
+    threads: int,
+    normalized: bool = False,
+) -> pa.Table:
+    """Verification in this process, for full runs and nights alike: candidate pairs
+    ``(doc_a[i], doc_b[i])`` whose sides' texts are ``texts[rows_a[i]]`` and
+    ``texts[rows_b[i]]`` (already ``normalized``, or raw) -> those whose exact Jaccard reaches
+    the threshold: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate``, scored as the Spark path
+    scores them (:func:`~neardup_spark.batch.scoring.score_pairs`), in blocks of pairs,
+    ``threads`` blocks at a time."""
+    n = len(doc_a)
+    with_sets = sets_from_texts_fn(config, normalized=normalized)
 
     def score_block(start: int) -> pa.RecordBatch:
         pairs = np.arange(start, min(start + _PAIRS_PER_BLOCK, n))
         sides = np.repeat(pairs, 2)  # rows 2i and 2i + 1: doc_a's and doc_b's side of pair i
         side_rows = np.empty(sides.size, dtype=np.int64)
-        side_rows[0::2], side_rows[1::2] = where[pairs], where[n + pairs]
+        side_rows[0::2], side_rows[1::2] = rows_a[pairs], rows_b[pairs]
         table = pa.table(
-            {
-                DOC_A: candidates.column(DOC_A).take(sides),
-                DOC_B: candidates.column(DOC_B).take(sides),
-                TEXT: text.take(side_rows),
-            }
+            {DOC_A: doc_a.take(sides), DOC_B: doc_b.take(sides), TEXT: texts.take(side_rows)}
         )
         return score_pairs(with_sets(table))
 
-    blocks = map_in_threads(score_block, range(0, n, _PAIRS_PER_BLOCK), threads)
+    blocks = map_in_threads(score_block, range(0, n, _PAIRS_PER_BLOCK), max(1, threads))
     scored = pa.Table.from_batches(blocks)
     return scored.filter(pc.greater_equal(scored.column(JACCARD), config.threshold))
 
@@ -349,11 +339,11 @@ def _scored(pairs: pa.Table, jaccard: pa.Array, estimate: pa.Array) -> pa.Table:
     return pairs.append_column(JACCARD, jaccard).append_column(ESTIMATE, estimate)
 
 
-def _required(table: pa.Table, *columns: str) -> pa.Table:
-    """``table`` with ``columns`` (default: all) declared non-null, as the Spark stages' output
-    schemas declare them."""
-    fields = [f.with_nullable(columns != () and f.name not in columns) for f in table.schema]
-    return table.cast(pa.schema(fields))
+def _nullable(table: pa.Table) -> pa.Table:
+    """``table`` with every column declared nullable: ``pairs/`` is written in one schema
+    whatever the path that found its rows (the Spark stages' kept results read back from
+    Parquet are all nullable; ``method`` alone is not)."""
+    return table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
 
 
 def _id_pairs(id_type: pa.DataType) -> pa.Table:

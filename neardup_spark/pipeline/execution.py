@@ -67,10 +67,10 @@ def shuffle_partitions_at_least(spark: SparkSession, partitions: int) -> Iterato
         spark.conf.set(key, before or "200")
 
 
-def maybe_broadcast(df: DataFrame, rows: int) -> DataFrame:
-    """Broadcast a small table (at most :data:`BROADCAST_MAX_ROWS` rows) so the large side of
-    a join is never shuffled."""
-    return F.broadcast(df) if rows <= BROADCAST_MAX_ROWS else df
+def maybe_broadcast(df: DataFrame, rows: int, limit: int = BROADCAST_MAX_ROWS) -> DataFrame:
+    """Broadcast a small table (at most ``limit`` rows, the execution settings'
+    ``broadcast_max_rows``) so the large side of a join is never shuffled."""
+    return F.broadcast(df) if rows <= limit else df
 
 
 def run_alongside(spark: SparkSession, action: Callable[[], object]) -> Callable[[], None]:

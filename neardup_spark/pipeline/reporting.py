@@ -145,3 +145,27 @@ def simhash_section(config: DedupeConfig) -> dict[str, Any]:
         "hash": config.simhash_hash,
         "weighting": config.simhash_weighting,
     }
+
+
+def run_section(
+    spark_section: dict[str, Any],
+    timer: StageTimer,
+    started: float,
+    rows: int,
+    settings: dict[str, Any],
+    skipped: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """What every run's report ends with, a full run's and a night's alike: every setting
+    (``config``: what it computes, where its steps execute, its session), the Spark session,
+    the input files skipped, each stage's seconds, which stages ran in this process, the wall
+    time since ``started`` and the documents (``rows``) per second."""
+    wall = time.perf_counter() - started
+    return {
+        "config": settings,
+        "spark": spark_section,
+        "skipped_files": skipped,
+        "stage_seconds": timer.seconds,
+        "stages_on_driver": list(timer.on_driver),
+        "wall_seconds": round(wall, 3),
+        "docs_per_second": round(rows / wall, 1) if wall else None,
+    }

@@ -46,7 +46,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 from neardup_spark import __version__
 from neardup_spark.config import DedupeConfig
-from neardup_spark.io.corpus import CorpusSource, input_files
+from neardup_spark.io.corpus import CorpusSource
 from neardup_spark.io.filesystem import basename, join, write_parquet_file
 from neardup_spark.io.output import STAGING_DIR, OutputDir
 from neardup_spark.runtime.engine import from_arrow_batches
@@ -221,7 +221,7 @@ def readable_json(staged: OutputDir, name: str) -> dict[str, Any] | None:
 
 
 @dataclass
-class RunPlan:
+class RunStaging:
     """What a run of ``run()`` starts from: its id, its staging directory, where its stage
     results go, and why earlier unfinished runs were set aside."""
 
@@ -250,21 +250,19 @@ def input_sha256(files: list[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
-def plan_run(
+def run_staging(
     spark: SparkSession,
     out: OutputDir,
     source: CorpusSource,
     config: DedupeConfig,
-    resume: bool = True,
-    files: list[dict[str, Any]] | None = None,
-) -> RunPlan:
+    resume: bool,
+    files: list[dict[str, Any]],
+) -> RunStaging:
     """The run id of ``source`` under ``config``, and its staging directory: kept when an
     earlier run of the same id left it (and ``resume``), else new. Staging directories of
     other runs are removed, with the reason logged and returned for the report. A catalog
     table (``--input-table``) has no files to digest: its runs always start afresh. ``files``:
-    :func:`~neardup_spark.io.corpus.input_files` of the input when the caller listed it."""
-    if files is None:
-        files = input_files(spark, source.path) if source.path is not None else []
+    :func:`~neardup_spark.io.corpus.input_files` of the input (listed once by the run)."""
     input_digest, config_digest = input_sha256(files), config_sha256(config)
     if source.path is None:
         input_digest = uuid.uuid4().hex  # nothing tells a rerun it reads the same rows
@@ -295,7 +293,7 @@ def plan_run(
                 "config_sha256": config_digest,
             },
         )
-    return RunPlan(run_id, staged, StagedResults(spark, staged), files, reasons)
+    return RunStaging(run_id, staged, StagedResults(spark, staged), files, reasons)
 
 
 def _why_afresh(

@@ -143,22 +143,6 @@ def _start_copier(verbose: bool) -> tuple[int, int, threading.Thread]:
     return real, write_end, thread
 
 
-def filter_jvm_stderr() -> tuple[int, threading.Thread]:
-    """Point this process's stderr (fd 2) at a pipe read by a filtering thread, so that a JVM
-    started now inherits it; returns the real stderr's duplicate, to be put back with
-    :func:`restore_stderr` once the JVM runs (the JVM and its Python workers keep the pipe)."""
-    unmute_jvm()  # muted, if at all, by an earlier command of this process
-    real, write_end, thread = _start_copier(verbose=False)
-    os.dup2(write_end, 2)
-    os.close(write_end)
-    return real, thread
-
-
-def restore_stderr(real: int) -> None:
-    os.dup2(real, 2)
-    os.close(real)
-
-
 # Lines of a JVM's start kept for the cause of a failed start.
 START_LINES_KEPT = 2000
 # How long a failed start waits for the copier to read what the JVM wrote last (a JVM that

@@ -1,5 +1,5 @@
 """Where the class-data-sharing archive of a local dedupe's classes lives, and the JVM options
-that map it (built by :mod:`neardup_spark.bench.jvm_archive`).
+that map it (built by :mod:`neardup_spark.bench.archive_build`).
 
 A local job's JVM loads and verifies ~15,000 classes from Spark's jars, a fixed cost that
 dominates small runs. Java 17's dynamic CDS archive (``-XX:ArchiveClassesAtExit``) keeps them

@@ -154,13 +154,3 @@ def exact_pairs(edges: DataFrame) -> DataFrame:
     Input columns: ``doc_a``, ``doc_b``. Output: :data:`PAIRS_COLUMNS`.
     """
     return _pairs(edges, "exact", F.lit(1.0), jaccard=F.lit(1.0))
-
-
-def deduplicated_rows(id_col: str, clusters: DataFrame) -> Callable[[DataFrame], DataFrame]:
-    """Input rows -> the representatives' rows, all input columns, one per cluster."""
-
-    def transform(rows: DataFrame) -> DataFrame:
-        reps = clusters.where(F.col(IS_REPRESENTATIVE)).select(F.col(DOC_ID).alias(id_col))
-        return rows.join(reps, id_col, "left_semi")
-
-    return transform

@@ -15,7 +15,6 @@ from neardup_spark.batch import BatchFn, over_batches
 from neardup_spark.batch.documents import (
     SET_COLUMNS,
     documents_columns_fn,
-    fingerprinted_texts_fn,
 )
 from neardup_spark.batch.minhash import minhash_columns_fn
 from neardup_spark.batch.row_group_reads import RowGroup, row_groups_fn
@@ -191,28 +190,5 @@ def minhash_sketch(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
         return docs.select(DOC_ID, NORMALIZED, CHAR_UNIT).mapInArrow(
             over_batches(minhash_columns_fn(config)), schema
         )
-
-    return transform
-
-
-def fingerprinted_texts(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
-    """Documents -> the normalised texts of those with text, with their exact fingerprints,
-    as the per-document pass computes both.
-
-    Input columns: ``doc_id``, ``text`` (string, or binary decoded as UTF-8 with replacement).
-    Output columns: ``doc_id``, ``exact_fp``, ``text`` (normalised, string); a document whose
-    normalised text is null or empty has no row.
-    """
-
-    def transform(docs: DataFrame) -> DataFrame:
-        schema = T.StructType(
-            [
-                T.StructField(DOC_ID, docs.schema[DOC_ID].dataType, False),
-                T.StructField(EXACT_FP, T.LongType(), False),
-                T.StructField(TEXT, T.StringType(), False),
-            ]
-        )
-        fingerprinted = over_batches(fingerprinted_texts_fn(config))
-        return docs.select(DOC_ID, TEXT).mapInArrow(fingerprinted, schema)
 
     return transform

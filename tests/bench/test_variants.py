@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,6 +13,7 @@ from neardup_spark.bench.corpora import Corpus
 from neardup_spark.bench.rows import run_row, skip_reason
 from neardup_spark.bench.settings import ROWS, VARIANT_ROWS, BenchSettings
 from neardup_spark.bench.variants import VARIANTS, compare_variants, same_outputs
+from tests.plans import ran
 
 
 def write_output(path, clusters, pairs):
@@ -70,8 +72,9 @@ def test_compare_variants_against_neardup_minhash(tmp_path):
 @pytest.mark.slow
 def test_the_resume_row_kills_a_run_after_candidates_and_measures_the_rerun(spark, tmp_path):
     """The row's killed run got as far as the candidates stage (the rerun resumed its three
-    stages), and the resumed rerun's clusters and pairs equal an uninterrupted run's (this
-    suite's session, the row's threshold)."""
+    stages, kept by the Spark path its ``driver_max_docs=0`` takes), and the resumed rerun's
+    clusters and pairs equal an uninterrupted run's (this suite's session, the row's
+    threshold, its pairs found on the driver)."""
     from neardup_spark.config import build_config
     from neardup_spark.pipeline.dedupe import run
     from neardup_spark.quality.generate import write_corpus
@@ -91,3 +94,5 @@ def test_the_resume_row_kills_a_run_after_candidates_and_measures_the_rerun(spar
     report = run(spark, str(corpus.corpus), str(reference), config)
     assert report["counts"]["near_pairs"] > 0  # there are pairs to get wrong
     assert same_outputs(Path(record["output"]), reference)
+    ran(json.loads((Path(record["output"]) / "report.json").read_text()), pairs="spark")
+    ran(report, pairs="driver")

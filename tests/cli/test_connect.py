@@ -27,12 +27,16 @@ from tests.odd_columns import PREFER as ODD_PREFER
 from tests.odd_columns import SITE as ODD_SITE
 from tests.odd_columns import TEXT as ODD_TEXT
 from tests.odd_columns import odd_table, write_corpus
+from tests.plans import ran
 from tests.spark_state import cli_on_session
 
 REPO = Path(__file__).resolve().parents[2]
 NEARDUP = (sys.executable, "-m", "neardup_spark")
 pytestmark = pytest.mark.slow
-TASKS = ("--set", "driver_read_max_bytes=0")
+# The per-document pass read by Spark (the server's tasks over Connect).
+SPARK_READ = ("--set", "plan.sketch=spark")
+# Every step of a run as Spark tasks and stages: the pass, the pairs, the components.
+SPARK_STAGES = (*SPARK_READ, "--set", "plan.pairs=spark")
 
 
 @pytest.fixture(scope="module")
@@ -108,34 +112,45 @@ def error_lines(stderr: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "options",
+    ("options", "plan"),
     [
-        ("--method", "minhash"),
-        ("--method", "simhash"),
-        ("--strip-boilerplate", "--prefer", "quality desc"),
+        (("--method", "minhash", *SPARK_STAGES), {"sketch": "spark", "pairs": "spark"}),
+        (("--method", "simhash", *SPARK_STAGES), {"sketch": "spark", "pairs": "spark"}),
+        (("--strip-boilerplate", "--prefer", "quality desc"), {"sketch": "spark"}),
     ],
-    ids=["minhash", "simhash", "strip-prefer"],
+    ids=["minhash-spark", "simhash-spark", "strip-prefer"],
 )
 def test_dedupe_over_connect_gives_the_classic_outputs(
-    server, corpus, cli, classic_default, tmp_path, capsys, options
+    server, corpus, cli, tmp_path, capsys, options, plan
 ):
+    """The MinHash and SimHash runs take the Spark path on both sides (the pass in the
+    server's tasks, pairs as Spark stages), so Connect's stages are compared with classic's;
+    boilerplate stripping runs its cleaning pass as Spark tasks whatever the plan."""
     classic, connect = tmp_path / "classic", tmp_path / "connect"
-    if options == ("--method", "minhash"):
-        classic = classic_default
-    else:
-        assert cli(["dedupe", str(corpus), str(classic), *options, "--no-report"]) == 0
+    assert cli(["dedupe", str(corpus), str(classic), *options, "--no-report"]) == 0
     capsys.readouterr()
     done = remote(server, "dedupe", str(corpus), str(connect), *options, "--no-report")
     assert done.returncode == 0, done.stderr[-3000:]
     assert_same_outputs(classic, connect, ("clusters", "pairs", "deduplicated"))
-    report = (connect / "report.json").read_text()
-    assert '"session": "connect"' in report
-    # A local server at a loopback address: its client does the per-document pass (a file
-    # format and options it may read) as a classic driver does.
-    on_driver = json.loads(report)["stages_on_driver"]
-    assert ("sketch" in on_driver) == ("--strip-boilerplate" not in options)
+    text = (connect / "report.json").read_text()
+    assert '"session": "connect"' in text
+    for side in (json.loads(text), json.loads((classic / "report.json").read_text())):
+        ran(side, **plan)
     if "--strip-boilerplate" in options:
-        assert '"top_units"' in report
+        assert '"top_units"' in text
+
+
+def test_the_driver_path_over_connect_gives_the_classic_outputs(
+    server, corpus, classic_default, tmp_path
+):
+    """A local server at a loopback address: its client does the per-document pass and finds
+    the pairs as a classic driver does (the default plan of a small run)."""
+    connect = tmp_path / "connect"
+    done = remote(server, "dedupe", str(corpus), str(connect), "--no-report")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same_outputs(classic_default, connect, ("clusters", "pairs", "deduplicated"))
+    for side in (connect, classic_default):
+        ran(json.loads((side / "report.json").read_text()), sketch="driver", pairs="driver")
 
 
 def test_output_tables_over_connect(server, corpus, classic_default, tmp_path):
@@ -178,7 +193,7 @@ def test_a_night_over_connect_gives_the_classic_index(server, cli, tmp_path, cap
             out = tmp_path / f"{kind}-{day}"
             args = ["dedupe", str(path), str(out), "--index", str(index)]
             if day == "day2":
-                args += ["--set", "nightly_driver_max_docs=0"]
+                args += [*SPARK_READ, "--set", "plan.night=spark"]
             if kind == "classic":
                 assert cli(args) == 0, capsys.readouterr().err
             else:
@@ -190,6 +205,10 @@ def test_a_night_over_connect_gives_the_classic_index(server, cli, tmp_path, cap
             tmp_path / f"connect-{day}",
             ("clusters", "pairs", "changed_clusters", "deduplicated"),
         )
+        for kind in ("classic", "connect"):
+            report = json.loads((tmp_path / f"{kind}-{day}" / "report.json").read_text())
+            where = "spark" if day == "day2" else "driver"
+            ran(report, sketch=where, night=where)
 
 
 def test_boilerplate_ingest_and_index_commands_over_connect(server, cli, tmp_path, capsys):
@@ -291,7 +310,7 @@ def test_odd_column_names_over_connect(server, cli, tmp_path, capsys):
     table = odd_table()
     corpus = write_corpus(table, tmp_path / "odd")
     options = ["--id-col", ODD_ID, "--text-col", ODD_TEXT, "--prefer", ODD_PREFER["odd"]]
-    options += ["--strip-boilerplate", *TASKS, "--no-report"]
+    options += ["--strip-boilerplate", *SPARK_READ, "--no-report"]
     options += ["--set", f"boilerplate.group_col={ODD_SITE}", "--set", "boilerplate.min_docs=3"]
     classic, connect = tmp_path / "classic", tmp_path / "connect"
     assert cli(["dedupe", str(corpus), str(classic), *options]) == 0
@@ -322,7 +341,15 @@ def test_sigint_interrupts_the_servers_operations_and_the_server_goes_on(server,
     try:
         proc = subprocess.Popen(
             # Spark tasks for the per-document pass: the server's batches are the slow ones
-            [*NEARDUP, "dedupe", str(data), str(tmp_path / "out"), "--remote", server.url, *TASKS],
+            [
+                *NEARDUP,
+                "dedupe",
+                str(data),
+                str(tmp_path / "out"),
+                "--remote",
+                server.url,
+                *SPARK_READ,
+            ],
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections import namedtuple
 from pathlib import Path
 
@@ -23,10 +24,9 @@ from neardup_spark.pipeline.reporting import StageTimer, running_stage
 from neardup_spark.quality.generate import generate_corpus
 from neardup_spark.runtime.console import (
     NOISE,
+    StartCapture,
     _copy_lines,
-    filter_jvm_stderr,
     mute_jvm,
-    restore_stderr,
     unmute_jvm,
 )
 from neardup_spark.runtime.faults import SLOW_BATCH_ENV
@@ -45,7 +45,7 @@ def test_the_filter_drops_only_the_known_noise():
         "java.lang.OutOfMemoryError: Java heap space",
     ]
     assert [bool(NOISE.match(line)) for line in lines] == [True] * 4 + [False] * 2
-    # As a new JVM's stderr is (filter_jvm_stderr): a test before this one in the process may
+    # As a new JVM's stderr is (StartCapture): a test before this one in the process may
     # have ended a command on an error, which mutes the JVM's stderr (found in a loaded run).
     unmute_jvm()
     copied = copied_lines("\n".join(lines) + "\nno newline at the end")
@@ -68,17 +68,19 @@ def copied_lines(text: str) -> list[str]:
 
 def test_a_muted_jvm_stderr_is_dropped_until_a_new_jvm_unmutes_it(capfd):
     """A command ending on an error it reports itself mutes what the JVM writes from then on;
-    the next JVM this process starts (its stderr filtered by filter_jvm_stderr, here fd 2 of
+    the next JVM this process starts (its stderr filtered through a StartCapture, here fd 2 of
     this process) is heard again."""
     line = "26/12/01 19:31:49 ERROR Executor: Exception in task 0.0"
     try:
         mute_jvm()
         assert copied_lines(line + "\n") == []
         capfd.readouterr()
-        real, copier = filter_jvm_stderr()  # as a new session does, before its JVM starts
-        os.write(2, (line + "\n").encode())
-        restore_stderr(real)  # the pipe's last writer gone: the copier ends
-        copier.join(timeout=10)
+        start = StartCapture(verbose=False)  # as a new session does, before its JVM starts
+        os.write(2, (line + "\n").encode())  # fd 2 is the filter's pipe, as the JVM's is
+        deadline = time.monotonic() + 10
+        while not start.lines and time.monotonic() < deadline:  # the copier's turn
+            time.sleep(0.02)
+        start.succeeded()  # the JVM runs: what it wrote while starting is passed on
         assert capfd.readouterr().err.splitlines() == [line]
     finally:
         unmute_jvm()
@@ -265,7 +267,7 @@ def test_a_user_error_cancelling_busy_tasks_prints_only_neardups_own_lines(tmp_p
     ends without its rows (cut short). Stderr: neardup's lines only."""
     busy = tmp_path.parent / f"{tmp_path.name}-busy"
     # the pass as Spark tasks: read here, the ids are checked before any batch
-    one_task = ("--set", "spark.default.parallelism=1", "--set", "driver_read_max_bytes=0")
+    one_task = ("--set", "spark.default.parallelism=1", "--set", "plan.sketch=spark")
     lines = duplicate_ids_run(tmp_path, 300, *one_task, env={SLOW_BATCH_ENV: str(busy)})
     assert busy.exists()  # a batch of the pass was running when the check failed
     sketch = [m.group(1) for line in lines if (m := SKETCH_LINE.search(line))]

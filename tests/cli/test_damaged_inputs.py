@@ -8,6 +8,7 @@ committed."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 
 from tests.cli.test_whole_files import assert_plain, error_line, here
 from tests.damaged_files import damaged_orc, damaged_parquet, digests, pages
+from tests.plans import planned
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL = ("--master", "local[2]", "--set", "spark.sql.shuffle.partitions=2")
@@ -56,18 +58,25 @@ def neardup(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def plan_args(**steps: str) -> tuple[str, ...]:
+    """``--set plan.STEP=WHERE`` for each of ``steps``."""
+    return tuple(a for step, where in steps.items() for a in ("--set", f"plan.{step}={where}"))
+
+
 @pytest.mark.parametrize(
-    ("settings", "said"),
+    ("sketch", "said"),
     [
-        ((), PYARROW_SAYS),  # read by this process's threads
-        (("--set", "driver_read_max_bytes=0"), "reading it with Spark failed (IOException: "),
+        ("driver", PYARROW_SAYS),  # read by this process's threads
+        ("spark", "reading it with Spark failed (IOException: "),
     ],
     ids=["read-here", "spark-reader"],
 )
-def test_a_damaged_parquet_file_is_one_line_and_exit_2(tmp_path, settings, said):
+def test_a_damaged_parquet_file_is_one_line_and_exit_2(tmp_path, sketch, said):
     root = corpus(tmp_path / "in")
     before = digests(root)
-    done = neardup("dedupe", str(root), str(tmp_path / "out"), *LOCAL, *settings)
+    args = (*LOCAL, *plan_args(sketch=sketch), "--explain-plan")
+    done = neardup("dedupe", str(root), str(tmp_path / "out"), *args)
+    assert f"plan: sketch: {sketch} (" in done.stderr, done.stderr[-3000:]
     assert_refused(done.returncode, done.stderr, tmp_path / "out", said)
     for shown in ("Traceback", "py4j", "at org.apache", "Caused by"):
         assert shown not in done.stderr + done.stdout, done.stderr[-3000:]
@@ -75,38 +84,47 @@ def test_a_damaged_parquet_file_is_one_line_and_exit_2(tmp_path, settings, said)
 
 
 @pytest.mark.parametrize(
-    ("column", "settings"),
+    ("column", "steps", "options"),
     [
-        ("text", ("--set", "driver_read_max_bytes=1000")),  # tasks read the row groups
-        ("text", ("--skip-corrupt",)),  # damage found mid-run is not skipped
-        ("url", ()),  # deduplicated/ copied by this process
-        ("url", ("--set", "driver_max_docs=0")),  # deduplicated/ copied by Spark tasks
-        ("url", ("--set", "driver_max_docs=0", "--set", "driver_read_max_bytes=0")),
+        ("text", {"sketch": "tasks"}, ()),  # tasks read the row groups
+        ("text", {"sketch": "driver"}, ("--skip-corrupt",)),  # found mid-run: not skipped
+        ("url", {"sketch": "driver", "deduplicated": "driver_copy"}, ()),  # copied here
+        ("url", {"pairs": "spark", "deduplicated": "task_copy"}, ()),  # copied by Spark tasks
+        ("url", {"sketch": "spark", "pairs": "spark", "deduplicated": "spark_join"}, ()),
     ],
     ids=["tasks-read", "skip-corrupt", "copy-here", "copy-in-tasks", "spark-writes"],
 )
-def test_every_reader_of_a_damaged_file_refuses_it(spark, tmp_path, capfd, column, settings):
+def test_every_reader_of_a_damaged_file_refuses_it(
+    spark, tmp_path, capfd, caplog, column, steps, options
+):
+    caplog.set_level(logging.INFO, logger="neardup_spark.plan")
     root = corpus(tmp_path / "in", column)
     before = digests(root)
     out = tmp_path / "out"
-    code, err = here(spark, capfd, "dedupe", str(root), str(out), *LOCAL, *settings)
-    spark_read = "driver_read_max_bytes=0" in settings
+    args = ("dedupe", str(root), str(out), *LOCAL, *plan_args(**steps), *options)
+    code, err = here(spark, capfd, *args)
+    spark_read = steps.get("sketch") == "spark"
     said = "reading it with Spark failed" if spark_read else PYARROW_SAYS
     assert_refused(code, err, out, said)
     assert_plain(err)
     assert digests(root) == before
+    choices = planned(caplog.records)
+    assert {step: choices.get(step) for step in steps} == steps, choices
 
 
-def test_a_nightly_run_refuses_a_damaged_file(spark, tmp_path, capfd):
+@pytest.mark.parametrize("where", ["driver", "spark"])
+def test_a_nightly_run_refuses_a_damaged_file(spark, tmp_path, capfd, caplog, where):
+    """A night read here, or by Spark's pass with its steps as Spark jobs."""
+    caplog.set_level(logging.INFO, logger="neardup_spark.plan")
     root = corpus(tmp_path / "in")
     out, index = tmp_path / "out", tmp_path / "index"
-    code, err = here(spark, capfd, "dedupe", str(root), "--index", str(index), str(out), *LOCAL)
-    assert_refused(code, err, out, PYARROW_SAYS)
     code, err = here(
         spark, capfd, "dedupe", str(root), "--index", str(index), str(out), *LOCAL,
-        "--set", "driver_read_max_bytes=0", "--set", "nightly_driver_max_docs=0",
+        *plan_args(sketch=where, night=where),
     )  # fmt: skip
-    assert_refused(code, err, out, "reading it with Spark failed")
+    said = PYARROW_SAYS if where == "driver" else "reading it with Spark failed"
+    assert_refused(code, err, out, said)
+    assert planned(caplog.records)["sketch"] == where
 
 
 def test_a_damaged_orc_file_is_refused_by_spark_reader(spark, tmp_path, capfd):

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.runtime.faults import FAIL_ONCE_ENV, PAUSE_AT_ENV, PAUSE_MARKER_ENV
+from tests.plans import ran
 from tests.spark_state import cli_on_session
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,12 +152,17 @@ def test_exact_method_end_to_end(spark, tmp_path):
 @pytest.mark.slow
 def test_a_job_failure_exits_1_and_commits_nothing(small_input, tmp_path):
     """A task that fails with no retry left (local[2] allows one attempt) fails the job: exit 1,
-    the error logged with its traceback, OUTPUT not marked finished."""
+    the error logged with its traceback, OUTPUT not marked finished. The per-document pass is
+    given to Spark, so the failing batch is a Spark task's (in a Python worker), not a driver
+    thread's."""
     out = tmp_path / "out"
     env = {FAIL_ONCE_ENV: str(tmp_path / "marker")}
-    failed = neardup("dedupe", str(small_input), str(out), "--no-report", *LOCAL, env=env)
+    args = ("--no-report", "--explain-plan", "--set", "plan.sketch=spark", *LOCAL)
+    failed = neardup("dedupe", str(small_input), str(out), *args, env=env)
     assert failed.returncode == 1
+    assert "sketch: spark (given)" in failed.stderr
     assert "the job failed" in failed.stderr and "injected task failure" in failed.stderr
+    assert "PythonException" in failed.stderr or "Python worker" in failed.stderr
     assert not (out / "_SUCCESS").exists()
 
 
@@ -213,7 +219,13 @@ def uninterrupted(spark, tmp_path_factory) -> dict:
     assert report["resumed_stages"] == []  # --no-resume: started afresh
     tables = {name: table_of(out, name) for name in ("clusters", "pairs", "deduplicated")}
     assert tables["pairs"]  # there are pairs to get wrong
-    return {"input": root / "in.parquet", "out": out, "tables": tables, "counts": report["counts"]}
+    return {
+        "input": root / "in.parquet",
+        "out": out,
+        "tables": tables,
+        "counts": report["counts"],
+        "plan": report["plan"],
+    }
 
 
 @pytest.mark.slow
@@ -248,7 +260,7 @@ def test_a_run_killed_after_candidates_resumes(spark, uninterrupted, tmp_path):
     stage is a kept Spark stage)."""
     out = tmp_path / "out"
     args = ("dedupe", str(uninterrupted["input"]), str(out), "--no-report", *LOCAL)
-    args += ("--set", "driver_max_docs=0")
+    args += ("--set", "plan.pairs=spark")
     marker = tmp_path / "paused"
     kill_when_paused(start_paused(args, "after_candidates", marker), marker)
     (run_dir,) = (out / "_staging").iterdir()
@@ -259,6 +271,8 @@ def test_a_run_killed_after_candidates_resumes(spark, uninterrupted, tmp_path):
     assert "resumed           sketch, exact, candidates" in printed
     report = json.loads((out / "report.json").read_text())
     assert report["resumed_stages"] == ["sketch", "exact", "candidates"]
+    ran(report, pairs="spark")
+    ran(uninterrupted, pairs="driver")
     outputs = {name: table_of(out, name) for name in ("clusters", "pairs", "deduplicated")}
     assert outputs == uninterrupted["tables"]
     assert report["counts"] == uninterrupted["counts"]

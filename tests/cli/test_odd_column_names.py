@@ -27,24 +27,45 @@ from tests.odd_columns import (
     rows,
     write_corpus,
 )
+from tests.plans import ran
 from tests.spark_state import cli_on_session
 
 REPO = Path(__file__).resolve().parents[2]
-SPARK_STAGES = ("--set", "driver_max_docs=0", "--set", "driver_read_max_bytes=0")
 # Boilerplate stripped per site ({site}: the group column's name) before fingerprinting.
 STRIP = ("--strip-boilerplate", "--set", "boilerplate.group_col={site}")
-# Spark tasks read their own row groups; deduplicated/ copied from the files by tasks.
-TASKS_READ = ("--set", "driver_max_docs=0", "--set", "driver_read_max_bytes=1")
-# (input format, options): the per-document pass and the pairs on the driver (the default for a
-# small input); Spark stages whose tasks read the files (verification at the documents'
-# addresses, deduplicated/ copied by tasks); Spark reading the input, the boilerplate stripped
-# per site first; JSON lines.
-VARIANTS = {
-    "driver": ("parquet", ()),
-    "tasks-read": ("parquet", TASKS_READ),
-    "spark-strip": ("parquet", (*SPARK_STAGES, *STRIP, "--set", "boilerplate.min_docs=3")),
-    "json": ("json", ()),
+
+
+def plan_args(steps: dict[str, str]) -> tuple[str, ...]:
+    """``--set plan.STEP=WHERE`` for each of ``steps``."""
+    return tuple(a for step, where in steps.items() for a in ("--set", f"plan.{step}={where}"))
+
+
+# (input format, the plan's steps, options): the per-document pass and the pairs on the driver
+# (the keep policy's representatives then chosen by Spark); Spark stages whose tasks read the
+# files (the pass, verification at the documents' addresses, deduplicated/ copied by tasks);
+# Spark reading the input, the boilerplate stripped per site first; JSON lines (read by Spark:
+# not Parquet files).
+VARIANTS: dict[str, tuple[str, dict[str, str], tuple[str, ...]]] = {
+    "driver": ("parquet", {"sketch": "driver", "pairs": "driver"}, ()),
+    "tasks-read": (
+        "parquet",
+        {
+            "sketch": "tasks",
+            "pairs": "spark",
+            "verify_texts": "addresses",
+            "deduplicated": "task_copy",
+        },
+        (),
+    ),
+    "spark-strip": (
+        "parquet",
+        {"sketch": "spark", "pairs": "spark", "verify_texts": "cleaned"},
+        (*STRIP, "--set", "boilerplate.min_docs=3"),
+    ),
+    "json": ("json", {"sketch": "spark", "pairs": "driver"}, ()),
 }
+# The second night's steps as Spark jobs, its batch read by Spark.
+SPARK_NIGHT = {"sketch": "spark", "night": "spark"}
 NIGHT_SLICES = {"day1": (0, 36), "day2": (30, 60)}
 
 
@@ -86,10 +107,11 @@ def runs(spark, inputs):
     root, paths = inputs["root"], inputs["paths"]
     outs = {}
     with cli_on_session(spark) as run:
-        for variant, (fmt, options) in VARIANTS.items():
+        for variant, (fmt, steps, options) in VARIANTS.items():
             for kind in ("odd", "plain"):
                 out = root / f"out-{variant}-{kind}"
                 extra = [option.format(site=group(kind)) for option in options]
+                extra += plan_args(steps)
                 args = ["dedupe", str(paths[kind, fmt]), str(out), *columns(kind)]
                 args += ["--prefer", PREFER[kind], *extra, "--no-report"]
                 assert run(args) == 0, (variant, kind)
@@ -107,6 +129,7 @@ def test_a_run_under_odd_names_equals_one_under_plain_names(runs, inputs, varian
     if VARIANTS[variant][0] == "parquet":  # Spark reads JSON's columns in name order
         assert kept == inputs["table"].column_names
     report = json.loads((odd / "report.json").read_text())
+    ran(report, **VARIANTS[variant][1])
     assert report["config"]["prefer"] == PREFER["odd"]
     assert report["counts"]["removed"] > 0
     if variant == "spark-strip":
@@ -138,8 +161,13 @@ def test_nights_under_odd_names(spark, inputs, cli, tmp_path):
             args = ["dedupe", str(inputs["paths"][kind, day]), str(out), *columns(kind)]
             args += ["--index", str(index), "--no-report"]
             if day == "day2":
-                args += ["--set", "nightly_driver_max_docs=0", *SPARK_STAGES]
+                args += plan_args(SPARK_NIGHT)
             assert cli(args) == 0, (kind, day)
+            report = json.loads((out / "report.json").read_text())
+            ran(
+                report,
+                **(SPARK_NIGHT if day == "day2" else {"sketch": "driver", "night": "driver"}),
+            )
     for day in NIGHT_SLICES:
         for name in ("clusters", "pairs", "changed_clusters", "deduplicated"):
             odd, other = tmp_path / f"odd-{day}" / name, tmp_path / f"plain-{day}" / name

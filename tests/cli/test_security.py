@@ -1,6 +1,7 @@
-"""A local ``neardup dedupe`` listens on loopback only (its web UI too, with ``--ui``), and the
-secrets given as Spark settings (``--set``, a config file's ``spark:`` mapping) are written
-nowhere: not in OUTPUT, not in the log (``-v``), not in Spark's UI."""
+"""A local ``neardup dedupe`` listens on loopback only (its web UI too, with ``--ui``, and its
+Python workers' daemon: the run's per-document pass is given to Spark tasks), and the secrets
+given as Spark settings (``--set``, a config file's ``spark:`` mapping) are written nowhere: not
+in OUTPUT, not in the log (``-v``), not in Spark's UI."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import pytest
 from neardup_spark.redaction import REDACTED
 from neardup_spark.runtime.faults import PAUSE_AT_ENV, PAUSE_MARKER_ENV
 from tests.cli.test_dedupe import BASE, LOCAL, REPO
+from tests.plans import ran
 
 # Secret values: one on the command line, two in a config file (one a name Spark's default
 # redaction pattern misses: an Azure account key).
@@ -34,6 +36,8 @@ FILE_SECRETS = {
     "spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net": "AZUREKEY555",
 }
 SECRETS = [SET_SECRET[1], *FILE_SECRETS.values()]
+# The per-document pass as Spark tasks: Python workers up when the run is held after it.
+SPARK_TASKS = ("--set", "plan.sketch=spark")
 
 
 @pytest.fixture(scope="module")
@@ -57,17 +61,22 @@ def secret_args(corpus: Path) -> tuple[str, ...]:
 
 def listening(pid: int) -> list[tuple[str, str, int]]:
     """(process name, address, port) of every listening TCP socket and bound UDP socket of
-    ``pid`` and its descendants."""
+    ``pid`` and its descendants; a process the JVM started (a Python worker or its daemon) is
+    named ``worker:NAME``."""
     found = []
     root = psutil.Process(pid)
     for proc in [root, *root.children(recursive=True)]:
         try:
             connections = proc.net_connections(kind="inet")
+            name = proc.name()
+            parents = {p.name() for p in proc.parents()}
         except psutil.NoSuchProcess:
             continue
+        if name != "java" and "java" in parents:
+            name = f"worker:{name}"
         for c in connections:
             if c.status == psutil.CONN_LISTEN or c.type == socket.SOCK_DGRAM:
-                found.append((proc.name(), c.laddr.ip, c.laddr.port))
+                found.append((name, c.laddr.ip, c.laddr.port))
     return found
 
 
@@ -110,11 +119,12 @@ class HeldRun:
 @pytest.fixture(scope="module")
 def held_run(corpus, tmp_path_factory) -> HeldRun:
     """One ``neardup -v dedupe ... --ui`` with the secret settings, held after its first stage
-    (the JVM, its Python worker daemon and the driver all up) while its sockets and its UI's
-    environment page are read, then let go to finish (its stdout, stderr and OUTPUT kept)."""
+    (the JVM, its Python worker daemon and the driver all up: the per-document pass is given
+    to Spark tasks) while its sockets and its UI's environment page are read, then let go to
+    finish (its stdout, stderr and OUTPUT kept)."""
     work = tmp_path_factory.mktemp("held")
     marker, out = work / "paused", work / "out"
-    args = ("-v", "dedupe", str(corpus / "in.parquet"), str(out), *LOCAL, "--ui")
+    args = ("-v", "dedupe", str(corpus / "in.parquet"), str(out), *LOCAL, "--ui", *SPARK_TASKS)
     env = {
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
@@ -159,6 +169,8 @@ def test_a_local_run_listens_on_loopback_only_and_its_ui_hides_secrets(held_run)
     sockets = held_run.sockets
     names = {name for name, _, _ in sockets}
     assert "java" in names and len(sockets) >= 4, sockets  # the JVM's RPC, blocks, UI, ...
+    assert any(name.startswith("worker:") for name in names), sockets  # the Python workers'
+    ran(json.loads((held_run.out / "report.json").read_text()), sketch="spark")
     assert [s for s in sockets if not is_loopback(s[1])] == []
     assert held_run.ui is not None, f"no Spark UI among {sockets}"
     environment = held_run.environment

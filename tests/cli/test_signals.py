@@ -109,7 +109,7 @@ def test_sigterm_while_tasks_run_then_a_rerun_finishes(spark, tmp_path, capsys):
     """The signalled run in a process of its own; the rerun in this process, on the suite's
     session (it finishes the run the signal stopped)."""
     data, out = corpus(tmp_path / "corpus"), tmp_path / "out"
-    tasks = ("--set", "driver_read_max_bytes=0")  # the per-document pass as Spark tasks
+    tasks = ("--set", "plan.sketch=spark")  # the per-document pass as Spark tasks
     result = signal_run(
         ("dedupe", str(data), str(out), *LOCAL, *tasks), signal.SIGTERM, tmp_path, wait_for="task"
     )

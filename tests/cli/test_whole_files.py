@@ -1,8 +1,8 @@
 """``neardup dedupe`` on an input holding a file cut short: exit 2 with one line naming the file,
 its format and where reading stopped (no Py4J call, no stack trace), or with ``--skip-corrupt``
 the file skipped whole, a warning line on the console, and ``report.json`` listing it; the
-rows kept are exactly those of the whole files. Parquet inputs are read by this process
-(pipeline/in_process.py) and the rule holds there too."""
+rows kept are exactly those of the whole files. Parquet inputs' footers are read by this
+process (pipeline/facts.py) and the rule holds there too."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ from neardup_spark.pipeline.boilerplate import run_boilerplate
 from neardup_spark.pipeline.dedupe import run
 from tests.cli.test_whole_files import assert_plain, error_line, here
 from tests.damaged_files import pages
+from tests.plans import placed, ran
 
 
 def parquet_dir(root: Path, sizes: tuple[int, ...] = (30, 20)) -> Path:
@@ -94,18 +95,21 @@ def losing_reader(spark, monkeypatch):
 
 
 # Read by Spark's reader (the files are not read by this process).
-SPARK_READS = DedupeConfig(driver_read_max_bytes=0)
+SPARK_READS = placed(sketch="spark")
 LOST = r"rows were read from .* but its files' footers give 50 \(\d+ fewer\)"
 
 
 def test_rows_lost_by_a_reader_fail_every_run(spark, tmp_path, losing_reader):
     with pytest.raises(InputChanged, match=LOST):
-        run(spark, str(parquet_dir(tmp_path / "a")), str(tmp_path / "out"), SPARK_READS)
+        run(
+            spark, str(parquet_dir(tmp_path / "a")), str(tmp_path / "out"), DedupeConfig(),
+            execution=SPARK_READS,
+        )  # fmt: skip
     assert not (tmp_path / "out" / "_SUCCESS").exists()
     with pytest.raises(InputChanged, match=LOST.replace("from .*", "from the batch's input files")):
         run_incremental(
             spark, str(parquet_dir(tmp_path / "b")), str(tmp_path / "night"),
-            str(tmp_path / "index"), SPARK_READS,
+            str(tmp_path / "index"), DedupeConfig(), execution=SPARK_READS,
         )  # fmt: skip
     assert not (tmp_path / "night" / "_SUCCESS").exists()
     with pytest.raises(InputChanged, match=LOST):
@@ -117,13 +121,15 @@ def test_rows_lost_by_a_reader_fail_every_run(spark, tmp_path, losing_reader):
 
 def test_a_whole_read_passes(spark, tmp_path):
     table = pa.concat_tables([pages(0, 30), pages(30, 20)])
-    report = run(spark, str(parquet_dir(tmp_path / "a")), str(tmp_path / "out"), SPARK_READS)
+    root = parquet_dir(tmp_path / "a")
+    report = run(spark, str(root), str(tmp_path / "out"), DedupeConfig(), execution=SPARK_READS)
     assert report["counts"]["input_rows"] == table.num_rows
+    ran(report, sketch="spark")
 
 
 def test_the_command_line_says_it_in_one_line(spark, tmp_path, capfd, losing_reader):
     root, out = parquet_dir(tmp_path / "a"), tmp_path / "out"
-    args = ("dedupe", str(root), str(out), "--set", "driver_read_max_bytes=0")
+    args = ("dedupe", str(root), str(out), "--set", "plan.sketch=spark")
     code, err = here(spark, capfd, *args)
     assert code == 1, err  # the input changed under the run: a run on it as it is may succeed
     assert re.search(LOST, error_line(err)), err

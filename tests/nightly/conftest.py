@@ -1,5 +1,6 @@
-"""The history fixture: days 1-3 indexed one after the other (day 3 first killed midway when the
-kill test runs), and one full run over days 1 + 2 to compare with."""
+"""The history fixture: days 1-3 indexed one after the other (days 1 and 2 on the driver, day 3
+as Spark jobs; day 3 first killed midway when the kill test runs), and one full run over days
+1 + 2 to compare with."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests.nightly.history import (
     CRAFTED_DAY2,
     DAY3,
     DISTRIBUTED,
+    DRIVER_PATH,
     KILL_TEST,
     KilledRun,
     index_assignment,
@@ -59,10 +61,12 @@ def history(spark, tmp_path_factory, request):
                 str(root / day),
                 str(root / f"out-{day}"),
                 str(index),
-                # Day 3 runs every step as Spark jobs, clustering in distributed rounds.
-                config if day != "day3" else build_config(options=DISTRIBUTED),
+                config,
                 overwrite=crash is not None,
                 buckets=BUCKETS,
+                # Days 1 and 2 on the driver; day 3 every step as Spark jobs, its stable ids
+                # in distributed rounds.
+                execution=DISTRIBUTED if day == "day3" else DRIVER_PATH,
             )
             shutil.copytree(index, root / f"index-after-{day}")
     finally:

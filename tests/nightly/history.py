@@ -3,6 +3,7 @@ between two old clusters, exact copies, re-crawls), the run that gets killed, an
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import signal
@@ -17,6 +18,7 @@ import pyarrow.dataset as ds
 from neardup_spark.nightly.docs import latest_rows
 from neardup_spark.nightly.store import Index
 from neardup_spark.runtime.faults import PAUSE_AT_ENV, PAUSE_MARKER_ENV
+from tests.plans import placed
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -118,12 +120,20 @@ def rows_table(rows: list[tuple[str, str | None]]) -> pa.Table:
 KILL_TEST = "test_killed_run_leaves_the_index_and_outputs_intact"
 
 
-# Every step of a night in Spark jobs, its components in distributed rounds (a batch this small
-# runs on the driver by default).
-SPARK_PATH = {"nightly_driver_max_docs": 0}
-DISTRIBUTED = {**SPARK_PATH, "components_single_task_max_edges": 0}
+# A night on the driver: its per-document pass in this process's threads, its own steps here,
+# the index's docs and pairs rows read by PyArrow scans here (what a batch this small gets by
+# default, given here so that no threshold decides).
+DRIVER_PATH = placed(sketch="driver", night="driver", docs_scan="driver", pairs_scan="driver")
+# Every step of a night in Spark jobs: Spark's per-document pass (which stashes the texts the
+# Spark steps verify with), the night's steps as Spark jobs; its stable ids where the plan
+# decides (on the driver, for graphs this small).
+SPARK_PATH = placed(sketch="spark", night="spark")
+# ... and the stable ids in Spark: the Spark twin of the stable-id rule, the graph's components
+# in one task (SPARK_IDS) or in distributed rounds (DISTRIBUTED).
+SPARK_IDS = placed(**SPARK_PATH.plan, night_components="spark")
+DISTRIBUTED = dataclasses.replace(SPARK_IDS, components_single_task_max_edges=0)
 # A night on the driver that reads the index's docs and pairs rows with Spark jobs.
-SPARK_SCANS = {"nightly_driver_scan_max_rows": 0}
+SPARK_SCANS = placed(sketch="driver", night="driver", docs_scan="spark", pairs_scan="spark")
 
 
 # The run to kill: its own process and JVM. It starts early (the JVM starts while days 1 and 2

@@ -1,10 +1,13 @@
 """A small night in local mode reads and sketches its batch in this process and scans the index's
 keys with threads (nightly/driver_read.py): the same index, outputs, counts and errors as when
-its per-document pass runs as Spark tasks (``driver_read_max_bytes: 0``)."""
+its per-document pass is Spark's (the plan's ``sketch: spark``), the night's steps still on the
+driver."""
 
 from __future__ import annotations
 
 import json
+import logging
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -21,8 +24,11 @@ from neardup_spark.quality.generate import generate_corpus
 from neardup_spark.runtime.spark_compat import to_arrow
 from tests.nightly.history import canonical, index_assignment, read
 from tests.odd_texts import ODD_ROWS, WORDS, assert_odd_counts, odd_rows_table
+from tests.plans import placed, planned, ran
 
-SPARK_TASKS = {"driver_read_max_bytes": 0}
+# The batch read and sketched here, or by Spark; the night's own steps on the driver either way.
+HERE = placed(sketch="driver", night="driver")
+SPARK_READ = placed(sketch="spark", night="driver")
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +45,17 @@ def nights(spark, tmp_path_factory):
         (root / f"in{number}").mkdir()
         pq.write_table(table, root / f"in{number}" / "part-0.parquet")
     reports = {}
-    for way, options in (("driver", {}), ("spark", SPARK_TASKS)):
-        config = build_config(options=options)
+    for way, execution in (("driver", HERE), ("spark", SPARK_READ)):
         for number in (1, 2):
             reports[way, number] = run_incremental(
                 spark,
                 str(root / f"in{number}"),
                 str(root / f"out-{way}-{number}"),
                 str(root / f"index-{way}"),
-                config,
+                build_config(),
+                execution=execution,
             )
+            ran(reports[way, number], **execution.plan)
     return {"root": root, "reports": reports}
 
 
@@ -74,6 +81,7 @@ def test_the_report_names_what_ran_in_this_process(nights):
     assert reports["driver", 1]["stages_on_driver"] == ["sketch", "publish"]  # nothing to probe
     assert reports["driver", 2]["stages_on_driver"] == ["sketch", "probe", "publish"]
     assert reports["spark", 2]["stages_on_driver"] == ["probe"]
+    ran(reports["spark", 2], sketch="spark", night="driver")
     published = json.loads((root / "out-driver-2" / "report.json").read_text())
     assert published["stages_on_driver"] == ["sketch", "probe", "publish"]
     for number in (1, 2):
@@ -98,7 +106,7 @@ def test_the_keys_scan_in_threads_equals_the_spark_job(spark, nights):
     assert canonical(threads).equals(canonical(by_spark))
 
 
-@pytest.mark.parametrize("options", [{}, SPARK_TASKS], ids=["driver", "spark"])
+@pytest.mark.parametrize("execution", [HERE, SPARK_READ], ids=["driver", "spark"])
 @pytest.mark.parametrize(
     "ids, message",
     [
@@ -106,7 +114,8 @@ def test_the_keys_scan_in_threads_equals_the_spark_job(spark, nights):
         ([1, None, 3, None], "2 rows have a null id in column 'id'; every row needs an id"),
     ],
 )
-def test_bad_ids_in_a_night_are_refused_alike(spark, tmp_path, options, ids, message):
+def test_bad_ids_in_a_night_are_refused_alike(spark, tmp_path, caplog, execution, ids, message):
+    caplog.set_level(logging.INFO, logger="neardup_spark.plan")
     (tmp_path / "in").mkdir()
     texts = [f"{WORDS} {i}" for i in range(len(ids))]
     pq.write_table(
@@ -118,9 +127,11 @@ def test_bad_ids_in_a_night_are_refused_alike(spark, tmp_path, options, ids, mes
             str(tmp_path / "in"),
             str(tmp_path / "out"),
             str(tmp_path / "index"),
-            build_config(options=options),
+            build_config(),
+            execution=execution,
         )
     assert str(caught.value) == message
+    assert planned(caplog.records)["sketch"] == execution.plan["sketch"]
     assert not (tmp_path / "index" / "CURRENT").exists()
 
 
@@ -132,4 +143,50 @@ def test_a_json_lines_night_takes_spark_tasks(spark, tmp_path):
         spark, str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "index"), build_config()
     )
     assert "sketch" not in report["stages_on_driver"]
+    assert report["plan"]["sketch"] == {"where": "spark", "why": "not local Parquet files"}
     assert report["counts"]["input_rows"] == 6 and report["counts"]["exact_copies"] == 3
+
+
+def small_batch(root: Path) -> Path:
+    """Twelve documents, four texts (eight exact copies)."""
+    root.mkdir()
+    texts = [f"{WORDS} {i % 4}" for i in range(12)]
+    ids = [f"d{i:02d}" for i in range(12)]
+    pq.write_table(pa.table({"id": ids, "text": texts}), root / "p.parquet")
+    return root
+
+
+def test_a_night_given_to_spark_takes_sparks_pass(spark, tmp_path):
+    """``plan.night=spark`` alone: the night's pass is Spark's (its Spark steps read the texts
+    that pass stashes), and the pass given to the driver with it is refused."""
+    batch = small_batch(tmp_path / "in")
+    report = run_incremental(
+        spark, str(batch), str(tmp_path / "out"), str(tmp_path / "index"), build_config(),
+        execution=placed(night="spark"),
+    )  # fmt: skip
+    ran(report, sketch="spark", night="spark")
+    assert report["plan"]["sketch"]["why"].startswith("night given: spark")
+    assert report["counts"]["input_rows"] == 12 and report["counts"]["exact_copies"] == 8
+    with pytest.raises(UserError, match="plan: sketch=driver is not possible for this run"):
+        run_incremental(
+            spark, str(batch), str(tmp_path / "out2"), str(tmp_path / "index2"), build_config(),
+            execution=placed(sketch="driver", night="spark"),
+        )  # fmt: skip
+    assert not (tmp_path / "index2" / "CURRENT").exists()
+
+
+def test_a_first_night_reads_no_index_table(spark, tmp_path):
+    """The first night on the driver has no docs or pairs rows to read: a scan given to the
+    driver is no step of its plan (not refused as unreadable); the next night's scans are."""
+    batch, index = small_batch(tmp_path / "in"), tmp_path / "index"
+    given = placed(sketch="driver", night="driver", docs_scan="driver", pairs_scan="driver")
+    first = run_incremental(
+        spark, str(batch), str(tmp_path / "out1"), str(index), build_config(), execution=given
+    )
+    ran(first, sketch="driver", night="driver")
+    assert "docs_scan" not in first["plan"] and "pairs_scan" not in first["plan"]
+    again = small_batch(tmp_path / "in2")
+    second = run_incremental(
+        spark, str(again), str(tmp_path / "out2"), str(index), build_config(), execution=given
+    )
+    ran(second, docs_scan="driver")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -28,7 +29,8 @@ from neardup_spark.nightly.content_files import (
 )
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.nightly.store import CURRENT_FILE
-from tests.nightly.history import tree_state
+from tests.nightly.history import SPARK_PATH, tree_state
+from tests.plans import planned
 
 
 def damaged_copy(history, tmp_path: Path) -> Path:
@@ -138,14 +140,22 @@ def test_a_night_on_a_damaged_index_changes_nothing(spark, history, tmp_path, da
     assert not (tmp_path / "out" / "_SUCCESS").exists()
 
 
-def test_a_quick_check_finds_damaged_keys_in_the_scan_on_the_executors(spark, history, tmp_path):
+def test_a_quick_check_finds_damaged_keys_in_the_scan_on_the_executors(
+    spark, history, tmp_path, caplog
+):
+    """The night's steps as Spark jobs: the keys scan runs in Spark tasks, whose failure comes
+    back through the job's error."""
+    caplog.set_level(logging.INFO, logger="neardup_spark.plan")
     index = damaged_copy(history, tmp_path)
     DAMAGES["overwritten middle of keys"](index)
     quick = build_config(options={"index_check": "quick"})
     with pytest.raises(Exception) as failed:
         run_incremental(
-            spark, str(history["root"] / "day3"), str(tmp_path / "out"), str(index), quick
-        )
+            spark, str(history["root"] / "day3"), str(tmp_path / "out"), str(index), quick,
+            execution=SPARK_PATH,
+        )  # fmt: skip
+    assert planned(caplog.records) == {"sketch": "spark", "night": "spark"}
+    assert not isinstance(failed.value, IndexDamaged)  # a Spark job's error, carrying the task's
     message = index_damage_in(failed.value)
     assert message is not None and ".keys.arrow: its bytes changed" in message
     assert run_command(lambda _: (_ for _ in ()).throw(failed.value), None) == EXIT_FAILURE

@@ -33,6 +33,7 @@ from tests.nightly.history import (
     read,
     tree_state,
 )
+from tests.plans import ran
 
 # --------------------------------------------------------------------------------------------
 # The history
@@ -51,6 +52,7 @@ def test_incremental_equals_one_full_run(spark, history):
     published = assignment(root / "out-day2" / "clusters")
     assert published == {d: final[d] for d in history["tables"]["day2"].column("id").to_pylist()}
     assert history["reports"]["day2"]["components"]["strategy"] == "driver"
+    ran(history["reports"]["day2"], sketch="driver", night="driver", docs_scan="driver")
     counts = history["reports"]["day2"]["counts"]
     assert counts["input_rows"] == 144 and counts["joined_existing"] > 3
     assert counts["near_pairs"] > 0 and counts["exact_copies"] > 1
@@ -120,7 +122,9 @@ def test_changed_clusters_lists_merges_and_splits(spark, history):
 def test_recrawled_pages_replace_their_documents(spark, history):
     root = history["root"]
     report = history["reports"]["day3"]
-    assert report["components"]["strategy"] == "distributed"  # the Spark twin of the driver path
+    # The Spark twin of the driver path, its components in distributed rounds.
+    assert report["components"]["strategy"] == "distributed"
+    ran(report, sketch="spark", night="spark", night_components="spark")
     counts = report["counts"]
     assert counts["replaced"] == 2 and counts["replaced_unchanged"] == 1
     after2, after3 = after(spark, history, "day2"), after(spark, history, "day3")

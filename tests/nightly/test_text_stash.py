@@ -11,10 +11,13 @@ from itertools import pairwise
 import numpy as np
 import pyarrow as pa
 import pytest
+from pyspark.sql import types as T
 
+from neardup_spark.batch.documents import normalized_texts_fn
 from neardup_spark.columns import BAND_KEYS, DOC_ID, EXACT_FP, TEXT
 from neardup_spark.config import DedupeConfig
 from neardup_spark.io.filesystem import LocalStorage
+from neardup_spark.kernels.exact_fingerprint import exact_fingerprints
 from neardup_spark.nightly.content_files import KEYS_SUFFIX, read_keys
 from neardup_spark.nightly.contents import read_contents, write_contents_from_stash
 from neardup_spark.nightly.text_stash import (
@@ -31,10 +34,44 @@ from neardup_spark.nightly.text_stash import (
     write_stash_file,
 )
 from neardup_spark.runtime.spark_compat import to_arrow
-from neardup_spark.stages.documents import document_features, fingerprinted_texts
+from neardup_spark.stages.documents import document_features
 
 CONFIG = DedupeConfig()
 BANDS = CONFIG.banding.bands
+
+
+def fingerprinted_texts(config):
+    """The oracle of the stash's texts: documents (``doc_id``, ``text``) -> ``doc_id``,
+    ``exact_fp``, the normalised ``text`` of those with text, as a Spark stage over the batch
+    function the per-document pass runs."""
+
+    def transform(docs):
+        schema = T.StructType(
+            [
+                T.StructField(DOC_ID, docs.schema[DOC_ID].dataType, False),
+                T.StructField(EXACT_FP, T.LongType(), False),
+                T.StructField(TEXT, T.StringType(), False),
+            ]
+        )
+        normalize = normalized_texts_fn(config)
+
+        def fingerprinted(batches):
+            for batch in batches:
+                normalized = normalize(batch.column(TEXT))
+                fps, valid = exact_fingerprints(normalized)
+                with_text = pa.array(valid)
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        batch.column(DOC_ID).filter(with_text),
+                        pa.array(fps.view(np.int64)).filter(with_text),
+                        normalized.cast(pa.string()).filter(with_text),
+                    ],
+                    names=[DOC_ID, EXACT_FP, TEXT],
+                )
+
+        return docs.select(DOC_ID, TEXT).mapInArrow(fingerprinted, schema)
+
+    return transform
 
 
 def rows_of(fps: list[int], ids: list[str], texts: list[str]) -> pa.Table:

@@ -19,6 +19,7 @@ from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
 from neardup_spark.pipeline.dedupe import dedupe, run
 from neardup_spark.runtime.faults import FAIL_ONCE_ENV
+from tests.plans import placed, ran
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -131,10 +132,13 @@ def test_text_without_spaces_uses_character_shingles(spark):
     words_only.release()
 
 
-@pytest.mark.parametrize("method", ["minhash", "simhash"])
-def test_50000_identical_documents_make_one_cluster_with_linear_edges(spark, method):
+@pytest.mark.parametrize(
+    ("method", "pairs"), [("minhash", "driver"), ("minhash", "spark"), ("simhash", "spark")]
+)
+def test_50000_identical_documents_make_one_cluster_with_linear_edges(spark, method, pairs):
     df = spark.range(50_000).selectExpr("cast(id as string) as id", "'the same page again' as text")
-    result = dedupe(df, build_config(options={"method": method}))
+    result = dedupe(df, build_config(options={"method": method}), placed(pairs=pairs))
+    ran(result.report, pairs=pairs)
     counts = result.report["counts"]
     assert counts["clusters"] == 1 and counts["removed"] == 49_999
     assert counts["exact_copies"] == 49_999 and counts["verified_pairs"] == 49_999
@@ -142,7 +146,8 @@ def test_50000_identical_documents_make_one_cluster_with_linear_edges(spark, met
     result.release()
 
 
-def test_shared_boilerplate_gives_linear_candidates_and_no_false_clusters(spark):
+@pytest.mark.parametrize("pairs", ["driver", "spark"])
+def test_shared_boilerplate_gives_linear_candidates_and_no_false_clusters(spark, pairs):
     boiler = words("nav", 100)
     n = 50_000
     df = spark.range(n).selectExpr(
@@ -150,21 +155,24 @@ def test_shared_boilerplate_gives_linear_candidates_and_no_false_clusters(spark)
         f"concat('{boiler} ', concat_ws(' ', transform(sequence(0, 59), i -> "
         "concat('u', cast(id as string), '_', cast(i as string))))) as text",
     )
-    result = dedupe(df, build_config())
+    result = dedupe(df, build_config(), placed(pairs=pairs))
+    ran(result.report, pairs=pairs)
     counts = result.report["counts"]
     assert counts["candidate_pairs"] <= 2 * n  # O(n): big buckets become stars
     assert counts["near_pairs"] == 0 and counts["clusters"] == n  # J = 96/224, below 0.8
     result.release()
 
 
-def test_a_20_mb_document_is_processed_whole(spark):
+@pytest.mark.parametrize("pairs", ["driver", "spark"])
+def test_a_20_mb_document_is_processed_whole(spark, pairs):
     big = words("t", 2_600_000)  # about 20 MB
     assert len(big) > 20_000_000
     edited = big.replace("t1000 ", "changed ", 1)
     df = spark.createDataFrame(
         [("big", big), ("big2", edited), ("small", "a b c")], "id string, text string"
     )
-    result = dedupe(df, build_config())
+    result = dedupe(df, build_config(), placed(pairs=pairs))
+    ran(result.report, pairs=pairs)
     rows = {r["doc_id"]: r["cluster_id"] for r in result.clusters.collect()}
     assert rows == {"big": "big", "big2": "big", "small": "small"}
     pair = result.pairs.first()
@@ -270,10 +278,11 @@ def test_a_task_failing_once_is_retried_with_the_same_result(spark, tmp_path):
         return t.select(["doc_a", "doc_b", "method", "jaccard"]).to_pylist()
 
     out = tmp_path / "out"
-    args = ["dedupe", str(tmp_path / "in.parquet"), str(out), "--no-report", "--master"]
+    # -v: Spark's own console, which reports the lost task (a quiet one shows errors only)
+    args = ["-v", "dedupe", str(tmp_path / "in.parquet"), str(out), "--no-report", "--master"]
     # Spark tasks for the per-document pass (a batch read here has no retry to test)
     args += ["local[2,2]", "--set", "spark.sql.shuffle.partitions=2"]
-    args += ["--set", "driver_read_max_bytes=0"]
+    args += ["--set", "plan.sketch=spark"]
     retried = subprocess.run(
         [sys.executable, "-m", "neardup_spark", *args],
         capture_output=True,
@@ -285,6 +294,7 @@ def test_a_task_failing_once_is_retried_with_the_same_result(spark, tmp_path):
     assert retried.returncode == 0, retried.stderr[-2000:]
     assert marker.exists()  # the hook did fail one task attempt
     assert "injected task failure" in retried.stderr
+    assert "plan              sketch spark," in retried.stdout  # the pass ran as Spark tasks
     retried_clusters, retried_pairs = clusters_of(out), pairs(out)
     # A clean run of the same input gives the same clusters and pairs.
     clean = tmp_path / "clean"

@@ -15,9 +15,9 @@ import pytest
 from neardup_spark.config import SessionSettings, build_config
 from neardup_spark.errors import UserError
 from neardup_spark.nightly.run import run_incremental
-from neardup_spark.pipeline import filtered_scans, steps
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.redaction import REDACTED
+from tests.plans import placed, ran
 
 ROWS = 8
 TEXT = " ".join(f"word{i}" for i in range(100))
@@ -164,22 +164,19 @@ def test_deduplicated_keeps_every_column_type(spark, corpus, tmp_path):
     root, written = corpus
     report = run(spark, str(root), str(tmp_path / "out"), build_config())
     assert report["counts"]["removed"] == 2
+    # Types a copy would not write as Spark does: Spark's anti-join writes deduplicated/.
+    ran(report, deduplicated="spark_join")
+    assert report["plan"]["deduplicated"]["why"] != "given"
     check_round_trip(tmp_path / "out" / "deduplicated", written)
 
 
-def test_above_the_broadcast_limit_the_types_are_the_same(spark, corpus, tmp_path, monkeypatch):
+def test_above_the_broadcast_limit_the_types_are_the_same(spark, corpus, tmp_path):
+    """deduplicated/ through the bitmap scan of the input (the removed ids too many to
+    broadcast)."""
     root, written = corpus
-    calls = []
-    original = filtered_scans.AddressedInput.rows_without
-
-    def recorded(self, ids):
-        calls.append("rows_without")
-        return original(self, ids)
-
-    monkeypatch.setattr(filtered_scans.AddressedInput, "rows_without", recorded)
-    monkeypatch.setattr(steps, "BROADCAST_MAX_ROWS", 0)  # deduplicated/ through the bitmap scan
-    run(spark, str(root), str(tmp_path / "out"), build_config())
-    assert calls == ["rows_without"]
+    execution = placed(deduplicated="spark_bitmap")
+    report = run(spark, str(root), str(tmp_path / "out"), build_config(), execution=execution)
+    ran(report, deduplicated="spark_bitmap")
     check_round_trip(tmp_path / "out" / "deduplicated", written)
 
 

@@ -11,11 +11,15 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from neardup_spark.config import build_config
+from neardup_spark.config import ExecutionSettings, build_config
 from neardup_spark.errors import UserError
 from neardup_spark.kernels.normalize import normalize_text
-from neardup_spark.pipeline.dedupe import dedupe, run
+from neardup_spark.pipeline.context import RunContext
+from neardup_spark.pipeline.dedupe import dedupe, dedupe_steps, run
+from neardup_spark.pipeline.facts import frame_facts
+from neardup_spark.pipeline.plan import Plan
 from neardup_spark.quality.generate import generate_corpus
+from tests.plans import placed, ran
 from tests.spark_state import session_conf
 
 
@@ -53,6 +57,9 @@ def finished_run(spark, corpus, tmp_path_factory):
     root, _, _ = corpus
     out = tmp_path_factory.mktemp("out") / "run"
     report = run(spark, str(root), str(out), build_config())
+    # A small run over local Parquet: every step in this process (the default plan).
+    ran(report, sketch="driver", pairs="driver", components="driver")
+    ran(report, deduplicated="driver_copy")
     return out, report
 
 
@@ -175,6 +182,7 @@ def test_same_clusters_whatever_the_partitioning(
     root, _, _ = corpus
     out, report = finished_run
     assert report["components"]["strategy"] == "driver"  # a small run's, by default
+    ran(report, components="driver")
     expected = (
         sorted((r["doc_id"], r["cluster_id"]) for r in read(out / "clusters").to_pylist()),
         sorted(
@@ -182,9 +190,9 @@ def test_same_clusters_whatever_the_partitioning(
             for p in read(out / "pairs").to_pylist()
         ),
     )
-    overrides = {
-        "single_task": ["driver_max_docs=0"],  # pairs as Spark stages, members in one task
-        "distributed": ["components_single_task_max_edges=0"],
+    execution = {
+        "single_task": placed(pairs="spark", components="single_task"),
+        "distributed": placed(components="distributed"),  # pairs found here
     }[strategy]
     settings = {
         "spark.sql.shuffle.partitions": str(shuffle_parts),
@@ -192,9 +200,10 @@ def test_same_clusters_whatever_the_partitioning(
     }
     with session_conf(spark, settings):
         df = spark.read.parquet(str(root)).repartition(input_parts)
-        result = dedupe(df, build_config(overrides=overrides))
+        result = dedupe(df, build_config(), execution)
         got = clusters_and_pairs(result)
         assert result.report["components"]["strategy"] == strategy
+        ran(result.report, components=strategy)
         result.release()
     assert got == expected
 
@@ -205,46 +214,57 @@ def test_the_report_names_the_distributed_path_when_it_takes_no_round(spark, tmp
     text = " ".join(f"word{i}" for i in range(40))
     table = pa.table({"id": ["a", "b", "c", "d"], "text": [text, text, text, "other words here"]})
     pq.write_table(table, tmp_path / "in.parquet")
-    options = {"components_single_task_max_edges": 0, "driver_max_docs": 0}
-    report = run(
-        spark, str(tmp_path / "in.parquet"), str(tmp_path / "out"), build_config(options=options)
-    )
+    execution = ExecutionSettings(components_single_task_max_edges=0, driver_max_docs=0)
+    inp, out = str(tmp_path / "in.parquet"), str(tmp_path / "out")
+    report = run(spark, inp, out, build_config(), execution=execution)
     assert report["components"] == {"strategy": "distributed", "rounds": 0}
+    ran(report, pairs="spark", components="distributed")
     clusters = read(tmp_path / "out" / "clusters").to_pylist()
     assert sorted((r["doc_id"], r["cluster_id"]) for r in clusters) == [
         ("a", "a"), ("b", "a"), ("c", "a"), ("d", "d")
     ]  # fmt: skip
 
 
+def steps_writing_pairs(df, execution: ExecutionSettings, write):
+    """The steps of a dedupe of ``df`` that write its pairs with ``write`` (as run() does)."""
+    facts = frame_facts(df.sparkSession, df.schema["id"].dataType, cleaning=False)
+    ctx = RunContext(df.sparkSession, build_config(), Plan(facts, execution))
+    return dedupe_steps(ctx, df, write)
+
+
 def test_pairs_written_alongside_the_components(spark, corpus, tmp_path):
-    """``write_pairs`` gets the pairs table while the components run: the same rows; a failed
-    write cancels the components and is the error raised."""
+    """``write_pairs`` gets the pairs table while the components run (found by the Spark
+    stages, in one task): the same rows; a failed write cancels the components and is the
+    error raised."""
     root, _, _ = corpus
     df = spark.read.parquet(str(root))
-    as_stages = build_config(overrides=["driver_max_docs=0"])
+    as_stages = placed(pairs="spark", components="single_task")
     write = lambda p: p.write.parquet(str(tmp_path / "p"))  # noqa: E731
-    result = dedupe(df, as_stages, write_pairs=write)
+    result, found = steps_writing_pairs(df, as_stages, write)
+    ran(result.report, pairs="spark", components="single_task")
     written = sorted(map(tuple, spark.read.parquet(str(tmp_path / "p")).collect()))
     assert written and written == sorted(map(tuple, result.pairs.collect()))
-    assert "write" in result.report["stage_seconds"] and result.write_pairs is None
+    assert "write" in result.report["stage_seconds"] and found.write_pairs is None
     result.release()
 
     def failing_write(pairs):
         raise UserError("pairs: disk full")
 
     with pytest.raises(UserError, match="disk full"):
-        dedupe(df, as_stages, write_pairs=failing_write)
+        steps_writing_pairs(df, as_stages, failing_write)
 
 
 def test_pairs_of_members_found_here_are_left_to_the_outputs_write(spark, corpus, tmp_path):
     """Members found on the driver take no time to wait for: the pairs are written with the
-    other outputs, by ``result.write_pairs``."""
+    other outputs, by ``found.write_pairs``."""
     root, _, _ = corpus
     df = spark.read.parquet(str(root))
-    result = dedupe(df, build_config(), write_pairs=lambda p: p.write.parquet(str(tmp_path / "p")))
+    write = lambda p: p.write.parquet(str(tmp_path / "p"))  # noqa: E731
+    result, found = steps_writing_pairs(df, placed(pairs="driver", components="driver"), write)
     assert result.report["components"]["strategy"] == "driver"
-    assert not (tmp_path / "p").exists() and result.write_pairs is not None
-    result.write_pairs()
+    ran(result.report, pairs="driver", components="driver")
+    assert not (tmp_path / "p").exists() and found.write_pairs is not None
+    found.write_pairs()
     written = sorted(map(tuple, spark.read.parquet(str(tmp_path / "p")).collect()))
     assert written and written == sorted(map(tuple, result.pairs.collect()))
     result.release()

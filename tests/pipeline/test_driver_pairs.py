@@ -1,5 +1,7 @@
 """Small runs find their pairs on the driver (pipeline/driver_pairs.py): the same clusters,
-pairs, deduplicated rows and counts as the Spark stages, and its pieces against brute force."""
+pairs, deduplicated rows and counts as the Spark stages (each placed explicitly, the run's
+recorded plan checked), across verification's blocks of pairs too, and its pieces against
+brute force."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from neardup_spark.pipeline import driver_pairs
 from neardup_spark.pipeline.dedupe import dedupe
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.quality.generate import generate_corpus
+from tests.plans import placed, ran
 
 
 def test_exact_copy_edges_join_each_copy_to_its_groups_smallest_id():
@@ -95,8 +98,13 @@ def outcome(result) -> dict[str, object]:
     pairs = result.pairs.toPandas().sort_values(["doc_a", "doc_b"]).reset_index(drop=True)
     clusters = sorted(tuple(r) for r in result.clusters.collect())
     kept = sorted(tuple(r) for r in result.deduplicated.collect())
-    schemas = [result.pairs.schema, result.clusters.schema, result.deduplicated.schema]
+    # The API's pairs DataFrame: nullability aside (found here, every column but method is
+    # nullable, as pairs/ is written on either path; the Spark stages' cached result declares
+    # some not null); the written pairs/ is compared with nullability in test_deduplicated_copy.
+    pairs_types = [(f.name, f.dataType) for f in result.pairs.schema]
+    schemas = [pairs_types, result.clusters.schema, result.deduplicated.schema]
     counts = {k: v for k, v in result.report["counts"].items()}
+    plan = result.report["plan"]
     result.release()
     return {
         "pairs": pairs,
@@ -104,7 +112,22 @@ def outcome(result) -> dict[str, object]:
         "kept": kept,
         "schemas": schemas,
         "counts": counts,
+        "plan": plan,
     }
+
+
+def compared(df, config) -> tuple[dict, dict, StageTimer, StageTimer]:
+    """``df`` deduped with its pairs found here and by the Spark stages (each checked from the
+    run's plan): both outcomes, the same, and both timers."""
+    driver_timer, spark_timer = StageTimer(), StageTimer()
+    driver = outcome(dedupe(df, config, placed(pairs="driver"), timer=driver_timer))
+    spark_path = outcome(dedupe(df, config, placed(pairs="spark"), timer=spark_timer))
+    ran({"plan": driver["plan"]}, pairs="driver")
+    ran({"plan": spark_path["plan"]}, pairs="spark")
+    assert driver["pairs"].equals(spark_path["pairs"])
+    for key in ("clusters", "kept", "schemas", "counts"):
+        assert driver[key] == spark_path[key], key
+    return driver, spark_path, driver_timer, spark_timer
 
 
 CASES = {
@@ -118,15 +141,11 @@ CASES = {
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_driver_finds_the_spark_stages_pairs(spark, corpus, case):
-    options = CASES[case]
-    on_driver = build_config(options=options)
-    on_spark = build_config(options={**options, "driver_max_docs": 0})
-    driver_timer, spark_timer = StageTimer(), StageTimer()
-    driver = outcome(dedupe(corpus, on_driver, timer=driver_timer))
-    spark_path = outcome(dedupe(corpus, on_spark, timer=spark_timer))
-    assert driver["pairs"].equals(spark_path["pairs"])
-    for key in ("clusters", "kept", "schemas", "counts"):
-        assert driver[key] == spark_path[key], key
+    on_driver = build_config(options=CASES[case])
+    driver, spark_path, driver_timer, spark_timer = compared(corpus, on_driver)
+    if on_driver.method == "minhash":  # the Spark stages' texts: the cleaned ones, or broadcast
+        texts = "cleaned" if on_driver.strip_boilerplate else "broadcast"
+        ran({"plan": spark_path["plan"]}, verify_texts=texts)
     assert driver["counts"]["verified_pairs"] > 0
     if on_driver.method != "exact":
         assert driver["counts"]["candidate_pairs"] > 0
@@ -137,3 +156,27 @@ def test_the_driver_finds_the_spark_stages_pairs(spark, corpus, case):
     members_here = not on_driver.prefer and on_driver.representative == "smallest_id"
     assert driver_timer.on_driver == pair_stages + ["components"] * members_here
     assert spark_timer.on_driver == []
+
+
+def test_verification_across_its_blocks_of_pairs_equals_the_spark_stages(spark):
+    """More candidate pairs than one block of the driver's verification scores at once
+    (``_PAIRS_PER_BLOCK``): clusters of ten near-duplicates each, every pair of a cluster a
+    candidate, some below the threshold. The same pairs and clusters as the Spark stages."""
+    block = driver_pairs._PAIRS_PER_BLOCK
+    assert block == 2048
+    bases, _ = generate_corpus(120, seed=41, mean_words=300)
+    rng = np.random.default_rng(41)
+    ids, texts = [], []
+    for n, base in enumerate(bases.column("text").to_pylist()):
+        words = base.split()
+        for variant in range(10):  # the base, then 1, 2, ... 9 words replaced
+            changed = list(words)
+            for at in rng.choice(len(words), size=variant, replace=False):
+                changed[at] = f"other{n}x{variant}x{at}"
+            ids.append(f"doc-{n:03d}-{variant}")
+            texts.append(" ".join(changed))
+    df = spark.createDataFrame(pa.table({"id": ids, "text": texts}).to_pandas())
+    driver, _, _, _ = compared(df, build_config())
+    counts = driver["counts"]
+    assert counts["candidate_pairs"] > block
+    assert 0 < counts["near_pairs"] < counts["candidate_pairs"]

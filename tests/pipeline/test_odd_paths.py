@@ -18,6 +18,7 @@ from neardup_spark.config import build_config
 from neardup_spark.ingest.job import ingest
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.pipeline.dedupe import run
+from tests.plans import ALL_SPARK, placed, ran
 
 ODD_CHARACTERS = (" ", "é", "%", "#", "=", ",", ":")
 # One name holding them all (a directory called "a=b" at the root of INPUT is a name, not a
@@ -71,12 +72,15 @@ def plain_run(spark, tmp_path_factory) -> set[frozenset]:
 @pytest.mark.parametrize("char", ODD_CHARACTERS)
 def test_dedupe_with_odd_names(spark, tmp_path, plain_run, char):
     """INPUT and OUTPUT hold ``char`` in two names each; one of them given as a ``file:`` URI,
-    the other as a plain path (the other way round for every second character)."""
+    the other as a plain path (the other way round for every second character), every step in
+    this process, or every step in Spark (every second character)."""
     corpus = write_corpus(tmp_path / f"in{char}put" / f"day{char}1")
     out = tmp_path / f"out{char}put" / f"run{char}1"
     as_uri = ODD_CHARACTERS.index(char) % 2 == 0
     given_in, given_out = (str(corpus), uri(out)) if as_uri else (uri(corpus), str(out))
-    report = run(spark, given_in, given_out, build_config())
+    execution = ALL_SPARK if as_uri else placed(sketch="driver", pairs="driver")
+    report = run(spark, given_in, given_out, build_config(), execution=execution)
+    ran(report, **execution.plan)
     assert (out / "_SUCCESS").exists() and clusters(out) == plain_run
     manifest = json.loads((out / "manifest.json").read_text())
     listed = [f["path"] for f in manifest["input_files"]]

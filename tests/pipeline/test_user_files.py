@@ -21,6 +21,7 @@ from neardup_spark.pipeline.dedupe import run
 from neardup_spark.pipeline.tables import OutputTables
 from neardup_spark.quality.generate import generate_corpus
 from tests.io.test_ownership import USER_FILES, place, snapshot
+from tests.plans import SPARK_STAGES, ran
 
 # In OUTPUT: every name a run writes or removes, but the ownership record (a foreign record
 # is its own test) and a killed run's own staging.
@@ -75,7 +76,7 @@ def test_a_killed_run_then_a_users_file_then_the_rerun(spark, corpus, tmp_path, 
     """A dedupe killed after a stage: the rerun resumes it, but not past a file the user put
     into its OUTPUT meanwhile; with the file gone, it finishes."""
     out = tmp_path / "out"
-    config = build_config(options={"driver_max_docs": 0})  # stages kept: resumable
+    config, stages = build_config(), SPARK_STAGES  # the pair stages kept: resumable
 
     def killed(point: str) -> None:
         if point == "after_candidates":
@@ -84,18 +85,19 @@ def test_a_killed_run_then_a_users_file_then_the_rerun(spark, corpus, tmp_path, 
     with monkeypatch.context() as patched:
         patched.setattr(resume, "pause_if_asked", killed)
         with pytest.raises(Crash):
-            run(spark, str(corpus), str(out), config)
+            run(spark, str(corpus), str(out), config, execution=stages)
     for rel in OUTPUT_FILES:
         place(out, rel)
         before = snapshot(out)
         with pytest.raises(UserError, match=f"did not write: {rel.split('/')[0]}"):
-            run(spark, str(corpus), str(out), config, overwrite=True)
+            run(spark, str(corpus), str(out), config, overwrite=True, execution=stages)
         assert snapshot(out) == before
         (out / rel).unlink()
         if "/" in rel and not any((out / rel).parent.iterdir()):
             (out / rel).parent.rmdir()
-    report = run(spark, str(corpus), str(out), config)
-    assert "sketch" in report["resumed_stages"]
+    report = run(spark, str(corpus), str(out), config, execution=stages)
+    ran(report, pairs="spark")
+    assert report["resumed_stages"] == ["sketch", "exact", "candidates"]
     assert (out / "_SUCCESS").exists()
 
 

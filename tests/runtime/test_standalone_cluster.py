@@ -8,8 +8,9 @@ with ``--py-files`` and ``spark-submit``s ``jobs/dedupe.py`` with ``conf/cluster
 ``spark://127.0.0.1:PORT``. The driver and the executors run this virtualenv's Python with
 ``-S`` (no ``.pth`` files, so not the editable install of the package): they can import
 ``neardup_spark`` only from the shipped zip. The clusters and pairs must equal a local-mode
-run's (``local[2]``), with the components forced into distributed large-star/small-star
-rounds on the cluster (one task in local mode).
+run's (``local[2]``): on the cluster every step in Spark (the per-document pass in the
+executors' tasks, the pairs as Spark stages, the components in distributed large-star/small-star
+rounds), in local mode every step on the driver; each run's recorded plan says so.
 
 It is also the suite's test of ``spark-submit jobs/dedupe.py`` as such: spark-submit's master
 wins over the job's own ``--master``.
@@ -33,6 +34,7 @@ import pytest
 
 from neardup_spark.bench.standalone import ClusterError, Standalone, spark_home, standalone_cluster
 from tests.conftest import SUITE_JVM_OPTIONS
+from tests.plans import placed, ran
 
 pytestmark = pytest.mark.slow
 
@@ -132,8 +134,10 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
             "spark.executor.memory=768m",
             "--set",
             "spark.executor.memoryOverhead=256m",
+            "--set",  # the Spark path on the cluster (the pass runs there anyway)
+            "plan.pairs=spark",
             "--set",
-            "components_single_task_max_edges=0",
+            "plan.components=distributed",
             "--set",
             "spark.sql.shuffle.partitions=4",
             # spark-submit's master wins over the job's own --master (the job-entry check of
@@ -156,7 +160,10 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
     assert list(standalone.work_dir.glob("app-*/*/stderr")), standalone.logs()
 
     local_out = tmp_path / "local"
-    local_report = run(spark, str(corpus_path), str(local_out), build_config())
+    local_report = run(
+        spark, str(corpus_path), str(local_out), build_config(),
+        execution=placed(sketch="driver", pairs="driver", components="driver"),
+    )  # fmt: skip
     on_cluster = ds.dataset(str(out / "clusters")).to_table().to_pylist()
     local = ds.dataset(str(local_out / "clusters")).to_table().to_pylist()
     assert len(on_cluster) == len(local) == 300
@@ -168,6 +175,9 @@ def test_spark_submit_to_a_standalone_cluster_matches_local_mode(standalone, spa
     assert report["counts"]["near_pairs"] == local_report["counts"]["near_pairs"]
     assert report["components"]["strategy"] == "distributed"
     assert local_report["components"]["strategy"] == "driver"
+    ran(report, sketch="spark", pairs="spark", components="distributed")
+    assert "other machines" in report["plan"]["sketch"]["why"]  # not given: the only choice
+    ran(local_report, sketch="driver", pairs="driver", components="driver")
     assert pairs_of(out) == pairs_of(local_out) and pairs_of(out)
     # Both workers ran executors of the application.
     assert len({p.parent for p in standalone.work_dir.glob("app-*/*/stderr")}) == 2

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from neardup_spark.bench import jvm_archive as builder
+from neardup_spark.bench import archive_build as builder
 from neardup_spark.runtime import jvm_archive
 from tests.conftest import QUICK_JIT
 
@@ -40,7 +40,7 @@ def test_a_failed_build_leaves_the_rows_without_one(monkeypatch, tmp_path, caplo
     partials: list[Path] = []
 
     def dump_then(exit_code: int, content: bytes):
-        def run(command, **kwargs):  # the build's child, as bench/jvm_archive.py starts it
+        def run(command, **kwargs):  # the build's child, as bench/archive_build.py starts it
             partial = Path(command[command.index("--dump") + 1])
             partial.write_bytes(content)
             partials.append(partial)

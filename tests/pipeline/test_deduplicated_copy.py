@@ -1,11 +1,12 @@
-"""``deduplicated/`` copied by this process (pipeline/local_output.py), and ``clusters/`` and
-``pairs/`` written by it: the rows, types and values Spark's writes give, from every column type
-it copies; Spark writes ``deduplicated/`` when it would not write the files' own types back."""
+"""``deduplicated/`` copied from the input files (pipeline/deduplicated_copy.py) by this process
+(``driver_copy``, with ``clusters/`` and ``pairs/`` written by it) or by Spark tasks
+(``task_copy``): the rows, types and values Spark's writes give (every step placed in Spark),
+from every column type it copies; Spark writes ``deduplicated/`` when it would not write the
+files' own types back. Each run's recorded plan shows the path it took."""
 
 from __future__ import annotations
 
 import datetime
-import importlib
 
 import numpy as np
 import pyarrow as pa
@@ -13,19 +14,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.config import build_config
-from neardup_spark.io.corpus import CorpusSource, read_corpus
 from neardup_spark.pipeline.dedupe import run
-from neardup_spark.pipeline.in_process import LocalInput, ReadLimits
-from neardup_spark.pipeline.local_output import row_group_pieces, rows_copy
+from neardup_spark.pipeline.deduplicated_copy import row_group_pieces
+from neardup_spark.pipeline.facts import ParquetFileFacts
 from neardup_spark.quality.generate import generate_corpus
 from tests.nightly.history import canonical, read
+from tests.plans import ALL_SPARK, placed, ran
 from tests.spark_state import session_conf
 
-# The module (the package's ``dedupe`` attribute is the function).
-dedupe_module = importlib.import_module("neardup_spark.pipeline.dedupe")
 N = 240
-# Pairs and clusters found by the Spark stages (not tables of this process).
-STAGES = {"driver_max_docs": 0}
 
 
 def typed_table(n: int = N) -> pa.Table:
@@ -61,14 +58,21 @@ def test_a_copy_here_equals_sparks_write(spark, tmp_path):
     """Every copied type, nulls, several row groups a file: the same deduplicated/ (rows and
     schema) as Spark writes, and the same clusters and pairs."""
     path = write_input(tmp_path, typed_table())
-    outs = {}
-    for way, options in (("here", {}), ("spark", {"driver_read_max_bytes": 0})):
+    outs, reports = {}, {}
+    for way, execution in (("here", placed()), ("spark", ALL_SPARK)):
         outs[way] = tmp_path / way
-        report = run(spark, path, str(outs[way]), build_config(options=options))
-        assert report["counts"]["removed"] > 0
+        reports[way] = run(spark, path, str(outs[way]), build_config(), execution=execution)
+        assert reports[way]["counts"]["removed"] > 0
+    ran(reports["here"], sketch="driver", pairs="driver", components="driver")
+    ran(reports["here"], deduplicated="driver_copy")
+    ran(reports["spark"], sketch="spark", pairs="spark", components="single_task")
+    ran(reports["spark"], deduplicated="spark_join")
+    assert reports["here"]["counts"] == reports["spark"]["counts"]
     for name in ("deduplicated", "clusters", "pairs"):
         here, by_spark = read(outs["here"] / name), read(outs["spark"] / name)
         assert canonical(here).equals(canonical(by_spark)), name
+        if name == "pairs":  # its nullability: test_pairs_found_here_have_sparks_schema
+            continue
         # Written here (no Spark job) in the schema Spark writes, nullability included.
         assert here.schema.remove_metadata() == by_spark.schema.remove_metadata(), name
         files = sorted(p.name for p in (outs["here"] / name).glob("part-*"))
@@ -85,24 +89,31 @@ def test_a_copy_here_equals_sparks_write(spark, tmp_path):
     assert all("-c000" in name for name in names["spark"])
 
 
-def test_a_copy_by_tasks_equals_sparks_write(spark, tmp_path, monkeypatch):
+def test_pairs_found_here_have_sparks_schema(spark, tmp_path):
+    """pairs/ written by this process (pairs found here) in the schema the Spark stages'
+    run writes, nullability included."""
+    path = write_input(tmp_path, typed_table())
+    schemas = {}
+    for way in ("driver", "spark"):
+        report = run(spark, path, str(tmp_path / way), build_config(), execution=placed(pairs=way))
+        ran(report, pairs=way)
+        schemas[way] = read(tmp_path / way / "pairs").schema.remove_metadata()
+    assert schemas["driver"] == schemas["spark"]
+
+
+def test_a_copy_by_tasks_equals_sparks_write(spark, tmp_path):
     """Clusters found in Spark jobs (not a table here): Spark tasks copy the files, a file
     each, less the removed rows, found at their addresses; the rows and schema Spark writes."""
     path = write_input(tmp_path, typed_table())
-    copied = []
-    original = dedupe_module.copy_in_tasks
-
-    def recorded(*args):
-        copied.append(original(*args))
-        return copied[-1]
-
-    monkeypatch.setattr(dedupe_module, "copy_in_tasks", recorded)
-    outs = {}
-    for way, options in (("tasks", {}), ("spark", {"driver_read_max_bytes": 0})):
+    outs, reports = {}, {}
+    tasks = placed(pairs="spark", deduplicated="task_copy")
+    for way, execution in (("tasks", tasks), ("spark", ALL_SPARK)):
         outs[way] = tmp_path / way
-        report = run(spark, path, str(outs[way]), build_config(options={**options, **STAGES}))
-        assert report["counts"]["removed"] > 0
-    assert copied == [True]  # the Spark-read run has no files this process reads
+        reports[way] = run(spark, path, str(outs[way]), build_config(), execution=execution)
+        assert reports[way]["counts"]["removed"] > 0
+    ran(reports["tasks"], pairs="spark", deduplicated="task_copy")
+    ran(reports["spark"], pairs="spark", deduplicated="spark_join")
+    assert reports["tasks"]["counts"] == reports["spark"]["counts"]
     here, by_spark = read(outs["tasks"] / "deduplicated"), read(outs["spark"] / "deduplicated")
     assert canonical(here).equals(canonical(by_spark))
     assert here.schema.remove_metadata() == by_spark.schema.remove_metadata()
@@ -138,12 +149,11 @@ def test_a_copy_by_tasks_refuses_a_changed_input(spark, tmp_path):
         list(copy_files_fn(copies)([moved]))
 
 
-@pytest.mark.parametrize(
-    "case", ["timestamp", "uint", "partition-column", "lz4-codec", "other-id-spelling"]
-)
+@pytest.mark.parametrize("case", ["timestamp", "uint", "partition-column", "lz4-codec"])
 def test_spark_writes_what_it_would_not_write_back_alike(spark, tmp_path, case):
     """A column type Spark changes (timestamps, unsigned integers), a column Spark adds (a
-    directory's partition value), a codec PyArrow writes otherwise: no copy here."""
+    directory's partition value), a codec PyArrow writes otherwise: no copy here, whatever the
+    pairs' place; Spark writes ``deduplicated/``, with every row kept."""
     table = typed_table(20)
     if case == "timestamp":
         table = table.append_column("seen", pa.array([datetime.datetime(2026, 1, 1)] * 20))
@@ -153,25 +163,29 @@ def test_spark_writes_what_it_would_not_write_back_alike(spark, tmp_path, case):
     where = root / "crawl=1" if case == "partition-column" else root
     where.mkdir(parents=True)
     pq.write_table(table, where / "a.parquet")
-    df, _ = read_corpus(spark, CorpusSource(str(root)))
-    local = LocalInput([str(where / "a.parquet")], ReadLimits(0, 1 << 30))
-    id_col = "ID" if case == "other-id-spelling" else "id"
     codec = "lz4" if case == "lz4-codec" else "snappy"
     with session_conf(spark, {"spark.sql.parquet.compression.codec": codec}):
-        assert rows_copy(df, local, id_col) is None
-        if case in ("lz4-codec", "other-id-spelling"):  # the same files are copied otherwise
-            with session_conf(spark, {"spark.sql.parquet.compression.codec": "snappy"}):
-                assert rows_copy(df, local, "id") is not None
+        report = run(spark, str(root), str(tmp_path / "out"), build_config())
+    ran(report, pairs="driver", components="driver", deduplicated="spark_join")
+    assert report["plan"]["deduplicated"]["why"] != "given"
+    kept = read(tmp_path / "out" / "deduplicated")
+    assert kept.num_rows == table.num_rows - report["counts"]["removed"]
+    if case == "lz4-codec":  # the same file is copied with a codec PyArrow writes alike
+        again = run(spark, str(root), str(tmp_path / "snappy"), build_config())
+        ran(again, deduplicated="driver_copy")
+        assert canonical(read(tmp_path / "snappy" / "deduplicated")).equals(canonical(kept))
 
 
-def testrow_group_pieces_cover_every_row_group_once_in_order(tmp_path):
+def test_row_group_pieces_cover_every_row_group_once_in_order(tmp_path):
     table = pa.table({"id": list(range(100))})
-    paths = []
+    files = []
     for name, rows in (("a", 100), ("b", 10)):
-        pq.write_table(table.slice(0, rows), tmp_path / f"{name}.parquet", row_group_size=10)
-        paths.append(str(tmp_path / f"{name}.parquet"))
+        path = str(tmp_path / f"{name}.parquet")
+        pq.write_table(table.slice(0, rows), path, row_group_size=10)
+        files.append(ParquetFileFacts.of(path, pq.read_metadata(path), ("id", "text")))
+    paths = [f.path for f in files]
     for threads in (1, 2, 4, 32):
-        pieces = row_group_pieces(paths, threads)
+        pieces = row_group_pieces(tuple(files), threads)
         flat = [(p, g) for p, groups in pieces for g in groups]
         assert flat == [(paths[0], g) for g in range(10)] + [(paths[1], 0)]
         assert len(pieces) >= min(threads, 11)

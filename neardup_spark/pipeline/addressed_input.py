@@ -1,7 +1,7 @@
 """Reading only some documents of a large input, or all but some, without shuffling it.
 
-Where a set of ids is small (:data:`~neardup_spark.pipeline.execution.BROADCAST_MAX_ROWS`) it
-is broadcast to the input scan. Above that, a join would shuffle every text of the corpus:
+Where a set of ids is small (the execution settings' ``broadcast_max_rows``) it is broadcast to
+the input scan. Above that, a join would shuffle every text of the corpus:
 when the input is a Parquet scan, the set goes through the documents' addresses instead.
 ``deduplicated/`` keeps or drops each input row by a bitmap word
 (:mod:`neardup_spark.stages.addresses`), so only ids travel through a shuffle. Verification
@@ -17,12 +17,12 @@ it reads them through the bitmap words.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -35,9 +35,8 @@ from neardup_spark.batch.addressed_texts import (
 )
 from neardup_spark.batch.scoring import SIDE
 from neardup_spark.columns import DOC_A, DOC_B, DOC_ID, TEXT
-from neardup_spark.io.filesystem import is_local
 from neardup_spark.io.paths import from_spark_uri, local_path
-from neardup_spark.pipeline.execution import BROADCAST_MAX_ROWS, grouped_input
+from neardup_spark.pipeline.execution import grouped_input
 from neardup_spark.runtime.engine import default_parallelism, from_arrow
 from neardup_spark.stages.addresses import (
     FILE_PATH,
@@ -65,7 +64,8 @@ class AddressedInput:
     files: int
     id_col: str
     text_col: str
-    local_files: bool = False
+    # The local Parquet files' schemas (from the run's facts: footers read once), by local path.
+    schemas: Mapping[str, pa.Schema] = field(default_factory=dict)
     # Tasks of the scans that read no text (ids and addresses): a few splits each, as each
     # task costs more than its reading (10M pages: 274 tasks 5.3 s, 68 tasks 2.9 s).
     id_scan_tasks: int = 0
@@ -75,10 +75,10 @@ class AddressedInput:
         """:attr:`scan` for the queries that read its ids and addresses alone."""
         return self.scan.coalesce(self.id_scan_tasks) if self.id_scan_tasks else self.scan
 
-    def words_fit(self, input_rows: int) -> bool:
+    def words_fit(self, input_rows: int, limit: int) -> bool:
         """The bitmap words of any id set can be broadcast (at most one per 64 rows of each
-        file)."""
-        return input_rows // WORD_ROWS + self.files <= BROADCAST_MAX_ROWS
+        file; ``limit``: the most rows broadcast)."""
+        return input_rows // WORD_ROWS + self.files <= limit
 
     def texts_of(self, ids: DataFrame) -> DataFrame:
         """``doc_id``, ``text`` of the documents in ``ids`` (column ``doc_id``; repeats
@@ -92,15 +92,15 @@ class AddressedInput:
         )
         return texts.transform(rows_of_words(words, members=True))
 
-    def side_texts(self, candidates: DataFrame, partitions: int) -> DataFrame | None:
+    def side_texts(self, candidates: DataFrame, partitions: int) -> DataFrame:
         """One row per side of each candidate pair (``doc_a``, ``doc_b``; each pair once):
         ``doc_a``, ``doc_b``, ``side`` (0 for ``doc_a``'s text, 1 for ``doc_b``'s) and ``text``,
         read by ``partitions`` tasks at the documents' addresses in the input files, in address
-        order. None when the files cannot be read so (not local, not Parquet, a column not at a
-        file's top level): :meth:`texts_of` then."""
+        order (local Parquet files holding both columns at their top level: the plan's
+        ``verify_texts: addresses``)."""
         files = self.readable_files
         if files is None:
-            return None
+            raise RuntimeError(f"the input's texts cannot be read at their addresses: {self}")
         addresses = self.numbered_addresses(files)
         located = side_requests(candidates).join(addresses, DOC_ID)
         block = F.shiftright(F.col(ROW_INDEX), _BLOCK_SHIFT)
@@ -142,16 +142,15 @@ class AddressedInput:
     def readable_files(self) -> AddressedFiles | None:
         """The input's files as Spark names them in its addresses, with the id and text
         columns' names in them, when each is a local Parquet file holding both at its top
-        level; else None. Found once (a Spark job and every file's footer), for verification
+        level; else None. Found once (a Spark job; the footers the run read), for verification
         and ``deduplicated/`` alike."""
-        if not self.local_files:
+        if not self.schemas:
             return None
         uris = sorted(row[0] for row in self.id_scan.select(FILE_PATH).distinct().collect())
         names: set[tuple[str, str]] = set()
         for uri in uris:
-            try:
-                schema = pq.read_schema(open_local_file(uri))
-            except (OSError, pa.ArrowException):
+            schema = self.schemas.get(local_path(from_spark_uri(uri)))
+            if schema is None:  # not a file the run listed
                 return None
             found = (_column_named(schema, self.id_col), _column_named(schema, self.text_col))
             if None in found:
@@ -169,19 +168,26 @@ class AddressedInput:
         return self.scan.transform(rows_of_words(words, members=False))
 
 
-def addressed_input(df: DataFrame, id_col: str, text_col: str) -> AddressedInput | None:
-    """``df`` with addresses when it is a Parquet scan, else None."""
+def addressed_input(
+    df: DataFrame, id_col: str, text_col: str, schemas: Mapping[str, pa.Schema] | None = None
+) -> AddressedInput | None:
+    """``df`` with addresses when it is a Parquet scan, else None; ``schemas``: its local
+    Parquet files' schemas by local path (the run's facts), when they may be read here."""
     scan = with_addresses(df)
     if scan is None:
         return None
     files = df.inputFiles()
-    local = all(is_local(from_spark_uri(uri)) for uri in files)
     # each of its scans in the per-document pass's tasks: a task per split cost 1.8 s at 1M
     grouped, tasks = grouped_input(scan)
     cores = default_parallelism(df.sparkSession)
     id_tasks = max(cores, math.ceil(tasks / _ID_SCAN_GROUPING))
     return AddressedInput(
-        grouped, len(files), id_col, text_col, local, id_tasks if id_tasks < tasks else 0
+        grouped,
+        len(files),
+        id_col,
+        text_col,
+        dict(schemas or {}),
+        id_tasks if id_tasks < tasks else 0,
     )
 
 

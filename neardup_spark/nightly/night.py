@@ -1,6 +1,11 @@
-"""The chain of a night on the driver (:mod:`.driver_night`), and what it writes: the new segment
-(its contents part, its ``docs`` rows, its edges) and the batch's results, as Parquet and Arrow
-files written by this process; nothing the index already holds is rewritten."""
+"""A night's chain of steps after its per-document pass, both implementations side by side,
+the plan choosing (:func:`~neardup_spark.pipeline.plan.decide_night`): on the driver
+(:func:`index_on_driver`, the steps of :mod:`.driver_night` on Arrow tables; what it writes: the
+new segment's contents part, its ``docs`` rows, its edges, and the batch's results, as Parquet
+and Arrow files written by this process; nothing the index already holds is rewritten), or as
+Spark jobs (:func:`index_with_spark`, the steps of :mod:`.steps`) for batches above
+``nightly_driver_max_docs``, where the batch's tables do not belong in one process. The same
+index and outputs (tested)."""
 
 from __future__ import annotations
 
@@ -34,9 +39,31 @@ from neardup_spark.nightly.driver_night import (
     verify_on_driver,
 )
 from neardup_spark.nightly.publish import CHANGED_CLUSTERS
+from neardup_spark.nightly.segment import write_batch
 from neardup_spark.nightly.stable_ids import IS_OLD, KEPT, OLD_CLUSTER, ClusterResult
-from neardup_spark.nightly.steps import BatchContext, IndexedNight
+from neardup_spark.nightly.stable_ids_spark import (
+    Clustered,
+    cluster_on_driver,
+    cluster_with_spark,
+)
+from neardup_spark.nightly.steps import (
+    BatchContext,
+    IndexedNight,
+    Touched,
+    batch_candidates,
+    index_documents,
+    keep,
+    known_fingerprints,
+    member_history,
+    needs_stored_edges,
+    new_contents,
+    probe_index_keys,
+    touched_members,
+    verify_candidates,
+)
 from neardup_spark.nightly.store import BATCH, DOCS, PAIRS, WRITTEN
+from neardup_spark.pipeline.execution import single_task_edge_limit
+from neardup_spark.pipeline.plan import DRIVER, decide_night_components
 
 PART_FILE = "part-00000.parquet"
 
@@ -132,3 +159,38 @@ def write_results(ctx: BatchContext, result: ClusterResult, new: np.ndarray) -> 
     }
     for name, table in tables.items():
         write_parquet_file(join(ctx.results_path, name, PART_FILE), table, ctx.index.storage)
+
+
+def index_with_spark(ctx: BatchContext, features: DataFrame) -> IndexedNight:
+    """The night after its per-document pass (``features``), every step a Spark job."""
+    new = index_documents(ctx, features)
+    probe = probe_index_keys(ctx, new)
+    fresh = keep(new_contents(new, probe))
+    n_fresh = ctx.counts["new_contents"] = new.n_contents - probe.n_known
+    candidates = batch_candidates(ctx, fresh, n_fresh, probe)
+    edges = verify_candidates(ctx, candidates, fresh)
+    touched = touched_members(ctx, new, probe, edges)
+    clustered = cluster_touched(ctx, touched, edges)
+    with ctx.timer.stage("write") as counted:
+        segment = write_batch(ctx, known_fingerprints(probe), n_fresh, edges, clustered)
+        counted["rows"] = segment["rows"].get("docs", 0)
+    return IndexedNight(segment, clustered.stats, clustered.components, touched.n_clusters)
+
+
+def cluster_touched(ctx: BatchContext, touched: Touched, edges: DataFrame) -> Clustered:
+    """Stable-id clusters of the touched documents: on the driver up to
+    ``components_single_task_max_edges`` members, else in distributed Spark jobs; the stored
+    edges come in only when an indexed cluster is touched or an indexed content comes back."""
+    history = member_history(touched, ctx.n_new)
+    stored = ctx.index.pairs() if needs_stored_edges(ctx, touched.n_clusters) else None
+    configured = ctx.plan.settings.components_single_task_max_edges
+    with ctx.timer.stage("components") as counted:
+        limit = single_task_edge_limit(ctx.spark, configured, touched.n_members, edges)
+        choice = ctx.plan.record(decide_night_components(touched.n_members, limit))
+        if choice.where == DRIVER:
+            clustered = cluster_on_driver(ctx.spark, history, edges, stored)
+        else:
+            sizes = (touched.n_members, ctx.n_new)
+            clustered = cluster_with_spark(history, edges, stored, sizes, configured, keep)
+        counted["rows"] = touched.n_members
+    return clustered
