@@ -21,7 +21,7 @@ from neardup_spark.cli.options import (
     settings_from_args,
 )
 from neardup_spark.cli.progress import StageProgress, progress_of
-from neardup_spark.config import REPRESENTATIVE_RULES, JobSettings
+from neardup_spark.config import CLUSTER_RULES, REPRESENTATIVE_RULES, JobSettings
 from neardup_spark.errors import EXIT_OK, UserError
 from neardup_spark.extras import install_hint, missing_modules
 from neardup_spark.io.corpus import CorpusSource, check_paths_apart
@@ -59,18 +59,7 @@ def add_dedupe_options(parser: argparse.ArgumentParser) -> None:
     )
     add_settings_options(parser, master=False)
     add_method_options(parser)
-    parser.add_argument(
-        "--representative",
-        choices=REPRESENTATIVE_RULES,
-        help="which member represents a cluster (default smallest_id)",
-    )
-    parser.add_argument(
-        "--prefer",
-        metavar='"COL [asc|desc], ..."',
-        help="keep policy: each cluster keeps its document first by these input columns, e.g. "
-        '"quality desc" or "fetch_date asc, source_rank desc" (nulls last, ties to the smallest '
-        f"id); clusters/ and deduplicated/ follow it; {PREFER_NAMES}. Not with --index",
-    )
+    add_keep_options(parser)
     add_master_options(parser)
     add_output_options(parser)
     parser.add_argument(
@@ -134,6 +123,29 @@ def add_index_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_keep_options(parser: argparse.ArgumentParser) -> None:
+    """What a run keeps of each group of near-duplicates."""
+    parser.add_argument(
+        "--representative",
+        choices=REPRESENTATIVE_RULES,
+        help="which member represents a cluster (default smallest_id)",
+    )
+    parser.add_argument(
+        "--cluster-rule",
+        choices=CLUSTER_RULES,
+        help="anchored: remove a document only in favour of a kept document it is verified "
+        "near (no two kept documents near); components: clusters are the connected "
+        "components of the pairs, removal transitive (default components)",
+    )
+    parser.add_argument(
+        "--prefer",
+        metavar='"COL [asc|desc], ..."',
+        help="keep policy: each cluster keeps its document first by these input columns, e.g. "
+        '"quality desc" or "fetch_date asc, source_rank desc" (nulls last, ties to the smallest '
+        f"id); clusters/ and deduplicated/ follow it; {PREFER_NAMES}. Not with --index",
+    )
+
+
 def register(sub: Any) -> None:
     parser = sub.add_parser("dedupe", help="find near-duplicate clusters in a Parquet corpus")
     add_dedupe_options(parser)
@@ -145,6 +157,7 @@ def job_settings(args: argparse.Namespace) -> JobSettings:
         args,
         *METHOD_OPTIONS,
         "representative",
+        "cluster_rule",
         "prefer",
         "master",
         "remote",

@@ -18,6 +18,7 @@ options; later wins; :mod:`.layers`):
 
 from neardup_spark.config.dedupe import (
     BOILERPLATE_MODES,
+    CLUSTER_RULES,
     INDEX_CHECKS,
     METHODS,
     NESTED_OPTIONS,
@@ -54,6 +55,7 @@ from neardup_spark.config.settings import (
 
 __all__ = [
     "BOILERPLATE_MODES",
+    "CLUSTER_RULES",
     "DEFAULT_LOCK_TIMEOUT",
     "INDEX_CHECKS",
     "METHODS",

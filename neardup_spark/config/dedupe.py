@@ -23,6 +23,7 @@ SIMHASH_HASHES = ("mmh3", "md5")
 SIMHASH_WEIGHTINGS = ("count", "binary")
 INDEX_CHECKS = ("full", "quick")
 REPRESENTATIVE_RULES = ("smallest_id", "longest_text")
+CLUSTER_RULES = ("anchored", "components")
 BOILERPLATE_MODES = ("template", "repeats")
 
 
@@ -113,6 +114,12 @@ class DedupeConfig:
     simhash_hash: str = "mmh3"
     simhash_weighting: str = "binary"
     representative: str = "smallest_id"
+    # anchored: documents are kept greedily in the keep order (prefer, else representative,
+    # ties to the smallest id); one is removed only in favour of a kept document it has a
+    # verified pair with, and no two kept documents have one. components: clusters are the
+    # connected components of the verified pairs, one document kept per cluster (removal is
+    # transitive: A ~ B and B ~ C removes C for A however unlike they are).
+    cluster_rule: str = "components"
     # Keep policy: each cluster's representative is its first document ordered by these input
     # columns ("quality desc, fetch_date"), nulls last, ties to the smallest id.
     prefer: str | None = None
@@ -166,6 +173,7 @@ class DedupeConfig:
             ("simhash_hash", SIMHASH_HASHES),
             ("simhash_weighting", SIMHASH_WEIGHTINGS),
             ("index_check", INDEX_CHECKS),
+            ("cluster_rule", CLUSTER_RULES),
         ):
             if getattr(self, name) not in allowed:
                 raise UserError(

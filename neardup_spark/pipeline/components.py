@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from neardup_spark.columns import CLUSTER_ID, COMPONENT, DOC_A, DOC_B, DOC_ID
+from neardup_spark.columns import CLUSTER_ID, COMPONENT, DOC_A, DOC_B, DOC_ID, SIMILARITY
 from neardup_spark.kernels.components import component_labels
 from neardup_spark.runtime.engine import from_arrow_batches
 
@@ -144,12 +144,16 @@ def driver_members(edges: pa.Table) -> tuple[pa.Table, int]:
 def driver_clusters(ids: pa.ChunkedArray, members: pa.Table, schema: pa.Schema) -> pa.Table:
     """Every document's id and the members found here -> the ``clusters/`` table, computed
     here, in ``schema`` (the Spark stage's: :func:`~neardup_spark.stages.clusters.
-    cluster_table`'s columns ``doc_id``, ``cluster_id``, ``is_representative``)."""
+    cluster_table`'s columns ``doc_id``, ``cluster_id``, ``is_representative`` and, with the
+    members' ``similarity``, ``similarity``: 1.0 for a document in no cluster)."""
     every = ids.combine_chunks()
     where = pc.index_in(every, value_set=members.column(DOC_ID).combine_chunks())
     cluster = pc.coalesce(members.column(CLUSTER_ID).combine_chunks().take(where), every)
-    table = pa.table([every, cluster, pc.equal(every, cluster)], names=schema.names)
-    return table.cast(schema)
+    columns = [every, cluster, pc.equal(every, cluster)]
+    if SIMILARITY in members.column_names:
+        measure = members.column(SIMILARITY).combine_chunks().take(where)
+        columns.append(pc.coalesce(measure, pa.scalar(1.0)))
+    return pa.table(columns, names=schema.names).cast(schema)
 
 
 def connected_components(

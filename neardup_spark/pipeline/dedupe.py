@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -136,7 +137,7 @@ def dedupe_steps(
     texts = cleaning.texts_for if cleaning else as_documents(df, config.id_col, config.text_col)
     pairs, driver = verified_edges(ctx, features, texts, addressed, here)
     del here  # the texts read here are not needed again
-    members, components, pending = members_and_pairs_written(
+    members, components, pending, pairs = members_and_pairs_written(
         ctx, pairs, features, ranking, driver, write_pairs
     )
     ctx.results.release("exact", "candidates", "verify")
@@ -150,6 +151,8 @@ def dedupe_steps(
         cleaning.release()
     counts = ctx.counts
     pair_rows = driver.pair_rows if driver is not None and pending else None
+    if pair_rows is not None and driver is not None and driver.added is not None:
+        pair_rows = pa.concat_tables([pair_rows, driver.added.cast(pair_rows.schema)])
     found = Found(
         clusters_here,
         pair_rows.cast(to_arrow_schema(pairs.schema)) if pair_rows is not None else None,
@@ -168,6 +171,7 @@ def dedupe_report(ctx: RunContext, components: dict[str, Any]) -> dict[str, Any]
     report: dict[str, Any] = {
         "neardup_spark_version": __version__,
         "method": config.method,
+        "cluster_rule": config.cluster_rule,
         "config": {**config.to_dict(), **ctx.settings.to_dict()},
         "counts": ctx.counts,
         "components": components,

@@ -64,6 +64,8 @@ class DriverTables:
     # The pairs/ rows as a table of this process (exact copies and MinHash pairs; None with
     # SimHash, whose similarity Spark computes), in the layout of stages/clusters.py's _pairs.
     pair_rows: pa.Table | None = None
+    # The anchored rule's pairs/ rows added to justify its removals, found here.
+    added: pa.Table | None = None
 
 
 def driver_pair_parts(

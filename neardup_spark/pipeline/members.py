@@ -18,11 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID
+from neardup_spark.pipeline.anchored_members import anchored_step, split_rows
 from neardup_spark.pipeline.components import (
     connected_components,
     driver_components,
@@ -47,41 +50,60 @@ def members_and_pairs_written(
     ranking: Ranking | None,
     driver: DriverTables | None,
     write_pairs: Callable[[DataFrame], object] | None,
-) -> tuple[DataFrame, dict[str, Any], Callable[[], object] | None]:
-    """:func:`cluster_members`, with ``write_pairs`` writing the pairs alongside; members found
-    in this process take no time, so their pairs are left to be written with the other
-    outputs: the third value writes them then."""
+) -> tuple[DataFrame, dict[str, Any], Callable[[], object] | None, DataFrame]:
+    """:func:`cluster_members`, with ``write_pairs`` writing ``pairs/``: alongside the
+    components under the components rule; after them under the anchored rule, which adds the
+    rows justifying its removals. Members found in this process take no time, so their pairs
+    are left to be written with the other outputs: the third value writes them then. The
+    fourth is ``pairs/`` (the verified pairs, and the rows the anchored rule added)."""
     write_now = write_pairs is not None and ctx.results.finished("components") is None
     later = members_here(ctx, ranking, driver)
-    pairs_written = (
+    alongside = ctx.config.cluster_rule == "components" and not later
+    pairs_written: Callable[[], object] | None = (
         run_alongside(ctx.spark, lambda: write_pairs(pairs))
-        if write_pairs and write_now and not later
+        if write_pairs and write_now and alongside
         else None
     )
     try:
-        members, components = cluster_members(ctx, pairs, features, ranking, driver)
+        members, components, added = cluster_members(ctx, pairs, features, ranking, driver)
     except Exception:  # (an interrupt is not waited on: it stops the process)
         if pairs_written:  # a failed write cancelled the components: report the cause
             pairs_written()
         raise
+    every = pairs if added is None else pairs.unionByName(added_frame(ctx, added, pairs))
+    if write_pairs and write_now and not alongside and not later:
+        pairs_written = lambda: write_pairs(every)  # noqa: E731
     if pairs_written:  # before the intermediates it may still read are released
         with ctx.timer.stage("write"):
             pairs_written()
     if not later:  # members found here are not kept: a rerun finds them again
         finish_components(ctx, components)
-    pending = (lambda: write_pairs(pairs)) if write_pairs and write_now and later else None
-    return members, components, pending
+    pending = (lambda: write_pairs(every)) if write_pairs and write_now and later else None
+    return members, components, pending, every
+
+
+def added_frame(ctx: RunContext, added: DataFrame | pa.Table, pairs: DataFrame) -> DataFrame:
+    """The anchored rule's added pairs as a DataFrame of ``pairs``' schema."""
+    if isinstance(added, DataFrame):
+        return added
+    return from_arrow_batches(ctx.spark, added.cast(to_arrow_schema(pairs.schema)))
 
 
 def members_here(ctx: RunContext, ranking: Ranking | None, driver: DriverTables | None) -> bool:
-    """Whether the members are found in this process (the pairs were, and the representatives
-    are the smallest ids), decided now: the pairs' writing waits on it."""
+    """Whether the members are found in this process (the pairs were; under the components
+    rule, the representatives are the smallest ids), decided now: the pairs' writing waits on
+    it."""
     if driver is None or not smallest_id_members(ctx, ranking):
         return False
     return components_choice(ctx, None, driver, ranking).where == DRIVER
 
 
 def smallest_id_members(ctx: RunContext, ranking: Ranking | None) -> bool:
+    """Whether the members may be found in this process with the pairs: always under the
+    anchored rule (it fetches the keep keys it needs), under the components rule when the
+    representatives are the smallest ids."""
+    if ctx.config.cluster_rule == "anchored":
+        return True
     return ranking is None and ctx.config.representative == "smallest_id"
 
 
@@ -111,24 +133,34 @@ def cluster_members(
     features: DataFrame,
     ranking: Ranking | None = None,
     driver: DriverTables | None = None,
-) -> tuple[DataFrame, dict[str, Any]]:
-    """Connected components of the verified pairs -> each clustered document's representative
-    (``doc_id``, ``cluster_id``; kept in the stage results, finished by
-    :func:`finish_components`) and the report's ``components``: the ``strategy`` taken
-    (``driver``, ``single_task``, ``distributed``) and its ``rounds`` (a forest of stars takes
-    none). ``ranking``: the keep policy's table and keys, which then chooses the
-    representatives. ``driver``: the pairs found in this process."""
+) -> tuple[DataFrame, dict[str, Any], DataFrame | pa.Table | None]:
+    """The verified pairs -> each clustered document's kept document (``doc_id``,
+    ``cluster_id``, and ``similarity`` under the anchored rule; kept in the stage results,
+    finished by :func:`finish_components`), the report's ``components`` (the ``strategy``
+    taken, ``driver``, ``single_task`` or ``distributed``, and its ``rounds``: a forest of
+    stars takes none), and the anchored rule's added ``pairs/`` rows (None under the
+    components rule, or when an earlier run finished the step). ``ranking``: the keep policy's
+    table and keys. ``driver``: the pairs found in this process."""
     counts = ctx.counts
     done = ctx.results.finished("components")
     if done is not None:
         counts.update(done["counts"])
         rounds = int(done["rounds"])
         strategy = done.get("strategy") or ("distributed" if rounds else "single_task")
-        return ctx.results.load("components"), {"strategy": strategy, "rounds": rounds}
+        loaded = ctx.results.load("components")
+        if ctx.config.cluster_rule == "anchored":
+            loaded = split_rows(loaded, pairs)[0]
+        return loaded, {"strategy": strategy, "rounds": rounds}, None
     edges = pairs.select(DOC_A, DOC_B)
+    added = None
     with ctx.timer.stage("components") as counted:
         choice = components_choice(ctx, edges, driver, ranking)
-        if choice.where == DRIVER and smallest_id_members(ctx, ranking):
+        if ctx.config.cluster_rule == "anchored":
+            members, rounds, added = anchored_step(
+                ctx, choice.where, pairs, features, ranking, driver
+            )
+            removed = ctx.counts["removed"]
+        elif choice.where == DRIVER and smallest_id_members(ctx, ranking):
             assert driver is not None  # the plan's condition
             driver.members, removed = driver_members(driver.edges)
             members, rounds = from_arrow_batches(ctx.spark, driver.members), 0
@@ -140,7 +172,7 @@ def cluster_members(
         counted["removed"], counted["rows"] = removed, counts["verified_pairs"]
     counts["removed"] = removed
     counts["clusters"] = counts["input_rows"] - removed
-    return members, {"strategy": choice.where, "rounds": rounds}
+    return members, {"strategy": choice.where, "rounds": rounds}, added
 
 
 def spark_members(

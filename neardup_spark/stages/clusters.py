@@ -92,18 +92,25 @@ def nan_as_null(frame: DataFrame, name: str) -> Column:
 def cluster_table(members: DataFrame) -> Callable[[DataFrame], DataFrame]:
     """All documents -> the ``clusters/`` table, singletons included.
 
-    Input columns: ``doc_id`` (every input document); ``members``: ``doc_id``, ``cluster_id`` for
-    documents in a non-trivial cluster. Output columns: ``doc_id``, ``cluster_id``,
-    ``is_representative``.
+    Input columns: ``doc_id`` (every input document); ``members``: ``doc_id``, ``cluster_id``
+    (and, under the anchored rule, ``similarity``) for documents in a non-trivial cluster.
+    Output columns: ``doc_id``, ``cluster_id``, ``is_representative`` (and ``similarity``: the
+    member's measure against its kept document, 1.0 for the kept one and a singleton).
     """
 
     def transform(docs: DataFrame) -> DataFrame:
         joined = docs.select(DOC_ID).join(members, DOC_ID, "left")
         cluster = F.coalesce(F.col(CLUSTER_ID), F.col(DOC_ID))
+        measure = (
+            [F.coalesce(F.col(SIMILARITY), F.lit(1.0)).alias(SIMILARITY)]
+            if SIMILARITY in members.columns
+            else []
+        )
         return joined.select(
             F.col(DOC_ID),
             cluster.alias(CLUSTER_ID),
             (F.col(DOC_ID) == cluster).alias(IS_REPRESENTATIVE),
+            *measure,
         )
 
     return transform

@@ -36,6 +36,7 @@ def zstd(data: bytes) -> bytes:
     """A zstd frame (PyArrow's codec: the compat venvs hold the core dependencies only)."""
     return pa.compress(data, codec="zstd", asbytes=True)
 
+
 COMPRESS = {
     "gz": gzip.compress,
     "bz2": bz2.compress,
