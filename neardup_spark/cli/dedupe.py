@@ -135,7 +135,7 @@ def add_keep_options(parser: argparse.ArgumentParser) -> None:
         choices=CLUSTER_RULES,
         help="anchored: remove a document only in favour of a kept document it is verified "
         "near (no two kept documents near); components: clusters are the connected "
-        "components of the pairs, removal transitive (default components)",
+        "components of the pairs, removal transitive (default anchored)",
     )
     parser.add_argument(
         "--prefer",

@@ -119,7 +119,7 @@ class DedupeConfig:
     # verified pair with, and no two kept documents have one. components: clusters are the
     # connected components of the verified pairs, one document kept per cluster (removal is
     # transitive: A ~ B and B ~ C removes C for A however unlike they are).
-    cluster_rule: str = "components"
+    cluster_rule: str = "anchored"
     # Keep policy: each cluster's representative is its first document ordered by these input
     # columns ("quality desc, fetch_date"), nulls last, ties to the smallest id.
     prefer: str | None = None

@@ -34,6 +34,7 @@ from neardup_spark.columns import (
     TEXT,
 )
 from neardup_spark.kernels.lsh import bucket_pairs
+from neardup_spark.nightly.anchored_night import anchored_cluster_members
 from neardup_spark.nightly.content_files import TEXTS_SUFFIX, read_texts
 from neardup_spark.nightly.contents import (
     KIND,
@@ -51,6 +52,7 @@ from neardup_spark.nightly.stable_ids import (
     IS_OLD,
     LIVE_BEFORE,
     OLD_CLUSTER,
+    PREV_CLUSTER,
     PREV_FP,
     PREV_HAS_TEXT,
     ClusterResult,
@@ -359,10 +361,12 @@ def _history(
     n = members.num_rows
     prev_fp = pa.nulls(n, pa.int64())
     prev_has_text = pa.nulls(n, pa.bool_())
+    prev_cluster = pa.nulls(n, members.schema.field(DOC_ID).type)
     if replaced is not None and replaced.num_rows:
         where = pc.index_in(members.column(DOC_ID), replaced.column(DOC_ID))
         prev_fp = pc.take(replaced.column(EXACT_FP), where)
         prev_has_text = pc.take(replaced.column(HAS_TEXT), where)
+        prev_cluster = pc.take(replaced.column(CLUSTER_ID), where)
     live = pa.nulls(n, pa.bool_())
     if live_before is not None and len(live_before):
         held = pc.is_in(members.column(EXACT_FP), pa.array(live_before, pa.int64()))
@@ -370,6 +374,7 @@ def _history(
     return (
         members.append_column(PREV_FP, prev_fp)
         .append_column(PREV_HAS_TEXT, prev_has_text)
+        .append_column(PREV_CLUSTER, prev_cluster)
         .append_column(LIVE_BEFORE, live)
     )
 
@@ -401,4 +406,6 @@ def cluster_on_driver_night(
         both = AllOf(IsIn(FP_A, member_fps), IsIn(FP_B, member_fps))
         all_edges.append(stored.rows(both).select([FP_A, FP_B, JACCARD, ESTIMATE]))
     joined = pa.concat_tables(all_edges, promote_options="permissive")
+    if ctx.config.cluster_rule == "anchored":
+        return anchored_cluster_members(touched.history, joined)
     return cluster_members(touched.history, joined)

@@ -24,6 +24,7 @@ from neardup_spark.columns import (
     EXACT_FP,
     HAS_TEXT,
     IS_REPRESENTATIVE,
+    SIMILARITY,
     TEXT,
 )
 from neardup_spark.io.filesystem import join, write_parquet_file
@@ -43,6 +44,7 @@ from neardup_spark.nightly.segment import write_batch
 from neardup_spark.nightly.stable_ids import IS_OLD, KEPT, OLD_CLUSTER, ClusterResult
 from neardup_spark.nightly.stable_ids_spark import (
     Clustered,
+    anchored_with_spark,
     cluster_on_driver,
     cluster_with_spark,
 )
@@ -149,10 +151,11 @@ def write_results(ctx: BatchContext, result: ClusterResult, new: np.ndarray) -> 
     ``pairs/``, ``changed_clusters/``."""
     rows = result.assigned.filter(pa.array(new))
     ids, clusters = rows.column(DOC_ID), rows.column(CLUSTER_ID)
+    members = {DOC_ID: ids, CLUSTER_ID: clusters, IS_REPRESENTATIVE: pc.equal(ids, clusters)}
+    if SIMILARITY in rows.column_names:  # the anchored rule's
+        members[SIMILARITY] = rows.column(SIMILARITY)
     tables = {
-        "clusters": pa.table(
-            {DOC_ID: ids, CLUSTER_ID: clusters, IS_REPRESENTATIVE: pc.equal(ids, clusters)}
-        ),
+        "clusters": pa.table(members),
         KEPT: pa.table({DOC_ID: rows.filter(rows.column(KEPT)).column(DOC_ID)}),
         "pairs": result.pairs,
         CHANGED_CLUSTERS: result.changed,
@@ -187,10 +190,12 @@ def cluster_touched(ctx: BatchContext, touched: Touched, edges: DataFrame) -> Cl
     with ctx.timer.stage("components") as counted:
         limit = single_task_edge_limit(ctx.spark, configured, touched.n_members, edges)
         choice = ctx.plan.record(decide_night_components(touched.n_members, limit))
+        anchored = ctx.config.cluster_rule == "anchored"
         if choice.where == DRIVER:
-            clustered = cluster_on_driver(ctx.spark, history, edges, stored)
+            clustered = cluster_on_driver(ctx.spark, history, edges, stored, anchored)
         else:
             sizes = (touched.n_members, ctx.n_new)
-            clustered = cluster_with_spark(history, edges, stored, sizes, configured, keep)
+            twin = anchored_with_spark if anchored else cluster_with_spark
+            clustered = twin(history, edges, stored, sizes, configured, keep)
         counted["rows"] = touched.n_members
     return clustered

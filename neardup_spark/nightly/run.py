@@ -386,6 +386,7 @@ def batch_report(
     return {
         "neardup_spark_version": __version__,
         "method": config.method,
+        "cluster_rule": config.cluster_rule,
         "mode": "incremental",
         "run_id": ctx.run_id,
         "batch": ctx.seq,

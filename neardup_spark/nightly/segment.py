@@ -17,6 +17,7 @@ from neardup_spark.columns import (
     EXACT_FP,
     HAS_TEXT,
     IS_REPRESENTATIVE,
+    SIMILARITY,
 )
 from neardup_spark.io.filesystem import join
 from neardup_spark.nightly.contents import parts_for, write_contents_from_stash
@@ -104,8 +105,12 @@ def result_writes(ctx: BatchContext, clustered: Clustered) -> list[Any]:
     new_rows = clustered.assigned.where(~F.col(IS_OLD))
     one_file = max(1, ctx.n_new // 2_000_000 + 1)
     results = ctx.results_path
+    anchored = [SIMILARITY] if SIMILARITY in new_rows.columns else []  # the anchored rule's
     clusters = new_rows.select(
-        DOC_ID, CLUSTER_ID, (F.col(DOC_ID) == F.col(CLUSTER_ID)).alias(IS_REPRESENTATIVE)
+        DOC_ID,
+        CLUSTER_ID,
+        (F.col(DOC_ID) == F.col(CLUSTER_ID)).alias(IS_REPRESENTATIVE),
+        *anchored,
     )
     kept = new_rows.where(F.col(KEPT)).select(DOC_ID)
     return [

@@ -55,6 +55,7 @@ SETTING_LABELS = {
     "shingle_hash_version": "shingle hash version",
     "method": "method",
     "representative": "representative",
+    "cluster_rule": "cluster rule",
     "exact_compare_text": "exact_compare_text",
 }
 
@@ -105,6 +106,7 @@ def index_settings(config: DedupeConfig) -> dict[str, Any]:
 def settings_differences(built: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
     """Human-readable differences between an index's settings and a run's."""
     out = []
+    built = {"cluster_rule": "components", **built}  # indexes of 0.4 and before: components
     for key in sorted(set(built) | set(wanted)):
         if key == "hash_probe":
             continue
@@ -119,6 +121,8 @@ def settings_differences(built: dict[str, Any], wanted: dict[str, Any]) -> list[
                 if a.get(s) != b.get(s)
             )
             out.append(f"{label} ({subs})")
+        elif key == "cluster_rule":
+            out.append(f"{label} (index {a!r}, this run {b!r}: run with --cluster-rule {a})")
         else:
             out.append(f"{label} (index {a!r}, this run {b!r})")
     if not out and built.get("hash_probe") != wanted.get("hash_probe"):

@@ -43,6 +43,7 @@ from neardup_spark.nightly.store import BATCH, FP_A, FP_B
 IS_OLD = "is_old"  # indexed before this batch
 OLD_CLUSTER = "old_cluster"  # an indexed document's cluster id (null for a new one)
 PREV_FP, PREV_HAS_TEXT = "prev_exact_fp", "prev_has_text"  # a re-crawl's replaced version
+PREV_CLUSTER = "prev_cluster"  # the cluster id of a re-crawl's replaced version
 LIVE_BEFORE = "live_before"  # some document held this content before the batch
 KEPT = "kept"  # the new document goes to deduplicated/
 OLD_CLUSTER_ID, NEW_CLUSTER_ID = "old_cluster_id", "new_cluster_id"  # changed_clusters/
@@ -59,7 +60,7 @@ class ClusterResult:
 
 
 @dataclass
-class _Members:
+class Members:
     """The members sorted by id: a document is its rank."""
 
     table: pa.Table
@@ -81,7 +82,7 @@ class _Members:
 
 
 @dataclass
-class _Graph:
+class ContentGraph:
     """Each content's documents joined to its smallest one (its anchor); edges join anchors."""
 
     anchor: np.ndarray  # rank of each document's anchor (-1 without text)
@@ -93,11 +94,11 @@ class _Graph:
     components: int
 
 
-def _sorted_members(members: pa.Table) -> _Members:
+def sorted_members(members: pa.Table) -> Members:
     codes, _ = pd.factorize(members.column(DOC_ID).to_numpy(zero_copy_only=False), sort=True)
     table = members.take(pa.array(np.argsort(codes)))
     column = table.column
-    return _Members(
+    return Members(
         table=table,
         ids=column(DOC_ID).to_numpy(zero_copy_only=False),
         id_type=table.schema.field(DOC_ID).type,
@@ -112,7 +113,7 @@ def _present(mapped: np.ndarray) -> np.ndarray:
     return ~np.isnan(mapped) if mapped.dtype.kind == "f" else np.ones(len(mapped), dtype=bool)
 
 
-def _anchored_graph(m: _Members, edges: pa.Table) -> _Graph:
+def content_graph(m: Members, edges: pa.Table) -> ContentGraph:
     n, rank = m.n, np.arange(m.n)
     text = np.flatnonzero(m.has_text)
     by_fp = pd.Series(rank[text]).groupby(m.fp[text]).min()
@@ -132,10 +133,10 @@ def _anchored_graph(m: _Members, edges: pa.Table) -> _Graph:
         shape=(n, n),
     )
     k, labels = graph_components(graph, directed=False)
-    return _Graph(anchor, copies, near, near_a, near_b, labels, k)
+    return ContentGraph(anchor, copies, near, near_a, near_b, labels, k)
 
 
-def _stable_ids(m: _Members, g: _Graph) -> tuple[np.ndarray, np.ndarray]:
+def _stable_ids(m: Members, g: ContentGraph) -> tuple[np.ndarray, np.ndarray]:
     """``(cluster rank of each document, rank of the old cluster id it claims or -1)``."""
     n, rank, labels = m.n, np.arange(m.n), g.labels
     smallest = np.full(g.components, n, dtype=np.int64)
@@ -153,7 +154,7 @@ def _stable_ids(m: _Members, g: _Graph) -> tuple[np.ndarray, np.ndarray]:
     return np.where(winner[labels] < n, winner[labels], smallest[labels]), claim
 
 
-def _added_pairs(m: _Members, g: _Graph, edges: pa.Table, fresh: np.ndarray) -> pa.Table:
+def added_pairs(m: Members, g: ContentGraph, edges: pa.Table, fresh: np.ndarray) -> pa.Table:
     """The edges the batch adds: exact edges touching a new document, near edges touching a
     content no document held before the batch (``fresh``)."""
     added_exact = g.copies[~(m.is_old[g.copies] & m.is_old[g.anchor[g.copies]])]
@@ -181,7 +182,7 @@ def _added_pairs(m: _Members, g: _Graph, edges: pa.Table, fresh: np.ndarray) -> 
     )
 
 
-def _nunique(values: np.ndarray) -> int:
+def nunique(values: np.ndarray) -> int:
     return int(np.unique(values).size)
 
 
@@ -198,8 +199,8 @@ def cluster_members(members: pa.Table, edges: pa.Table) -> ClusterResult:
     Components get ids by the stable rule of the module docstring. Same results as
     :func:`neardup_spark.nightly.stable_ids_spark.cluster_with_spark`.
     """
-    m = _sorted_members(members)
-    g = _anchored_graph(m, edges)
+    m = sorted_members(members)
+    g = content_graph(m, edges)
     cluster, claim = _stable_ids(m, g)
     rank, labels = np.arange(m.n), g.labels
     has_old = np.zeros(g.components, dtype=bool)
@@ -243,11 +244,11 @@ def cluster_members(members: pa.Table, edges: pa.Table) -> ClusterResult:
         "replaced_unchanged": int(unchanged.sum()),
         "text_docs": int(new_text.sum()),
         "fresh_contents": int(fresh.size),
-        "live_before": _nunique(m.fp[new_text & live_before]),
-        "member_clusters": _nunique(cluster),
-        "clusters": _nunique(cluster[~m.is_old]),
+        "live_before": nunique(m.fp[new_text & live_before]),
+        "member_clusters": nunique(cluster),
+        "clusters": nunique(cluster[~m.is_old]),
         "changed_clusters": changed.num_rows,
-        "merged_clusters": _nunique(claim[moved]),
+        "merged_clusters": nunique(claim[moved]),
         "moved_docs": int(moved.size),
     }
-    return ClusterResult(assigned, changed, _added_pairs(m, g, edges, fresh), stats)
+    return ClusterResult(assigned, changed, added_pairs(m, g, edges, fresh), stats)

@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from neardup_spark.columns import (
     CLUSTER_ID,
@@ -22,8 +24,18 @@ from neardup_spark.columns import (
     DOC_ID,
     ESTIMATE,
     EXACT_FP,
+    HAMMING,
     HAS_TEXT,
     JACCARD,
+    METHOD,
+    SIMILARITY,
+)
+from neardup_spark.nightly.anchored_night import (
+    KIND,
+    STATS,
+    anchored_cluster_members,
+    components_fn,
+    summed_stats,
 )
 from neardup_spark.nightly.edges import edges_within, incident_edges
 from neardup_spark.nightly.stable_ids import (
@@ -33,13 +45,18 @@ from neardup_spark.nightly.stable_ids import (
     NEW_CLUSTER_ID,
     OLD_CLUSTER,
     OLD_CLUSTER_ID,
+    PREV_CLUSTER,
     PREV_FP,
     PREV_HAS_TEXT,
     cluster_members,
 )
 from neardup_spark.nightly.store import BATCH, FP_A, FP_B
 from neardup_spark.pipeline.components import connected_components
-from neardup_spark.pipeline.execution import local_checkpoint, single_task_edge_limit
+from neardup_spark.pipeline.execution import (
+    local_checkpoint,
+    shuffle_partitions,
+    single_task_edge_limit,
+)
 from neardup_spark.runtime.engine import from_arrow_batches
 from neardup_spark.runtime.spark_compat import to_arrow
 from neardup_spark.stages.clusters import exact_pairs, minhash_pairs
@@ -70,19 +87,26 @@ def unchanged_recrawl() -> Column:
 
 
 def cluster_on_driver(
-    spark: SparkSession, history: DataFrame, new_edges: DataFrame, stored: DataFrame | None
+    spark: SparkSession,
+    history: DataFrame,
+    new_edges: DataFrame,
+    stored: DataFrame | None,
+    anchored: bool = False,
 ) -> Clustered:
     """:func:`~neardup_spark.nightly.stable_ids.cluster_members` on the driver: the members and
     their edges are collected (one job each), the results come back as DataFrames of their
     Arrow batches (never local relations, which a 2 GB local driver could not hold at 1M
-    members: :func:`~neardup_spark.runtime.spark_compat.from_arrow_batches`)."""
+    members: :func:`~neardup_spark.runtime.spark_compat.from_arrow_batches`). ``anchored``:
+    the anchored rule's :func:`~neardup_spark.nightly.anchored_night.anchored_cluster_members`
+    instead."""
     members = to_arrow(history)
     edges = [to_arrow(new_edges.select(FP_A, FP_B, JACCARD, ESTIMATE))]
     if stored is not None:
         fps = np.unique(members.filter(members.column(HAS_TEXT)).column(EXACT_FP).to_numpy())
         wanted = from_arrow_batches(spark, pa.table({EXACT_FP: pa.array(fps, pa.int64())}))
         edges.append(to_arrow(edges_within(stored, wanted, len(fps))))
-    result = cluster_members(members, pa.concat_tables(edges, promote_options="permissive"))
+    rule = anchored_cluster_members if anchored else cluster_members
+    result = rule(members, pa.concat_tables(edges, promote_options="permissive"))
     return Clustered(
         from_arrow_batches(spark, result.assigned),
         from_arrow_batches(spark, result.changed),
@@ -222,6 +246,85 @@ def _added_pairs(edges: DataFrame, assigned: DataFrame, n_new: int) -> DataFrame
     )
     added_exact = edges.where(F.col(FP_A).isNull() & (~F.col(IS_OLD) | ~F.col(_ANCHOR_OLD)))
     return exact_pairs(added_exact).unionByName(minhash_pairs(added_near))
+
+
+def anchored_with_spark(
+    history: DataFrame,
+    new_edges: DataFrame,
+    stored: DataFrame | None,
+    sizes: tuple[int, int],
+    configured_max_edges: int | None,
+    keep: Callable[[DataFrame], DataFrame],
+) -> Clustered:
+    """The distributed twin of
+    :func:`~neardup_spark.nightly.anchored_night.anchored_cluster_members`: the members' graph
+    (exact copies, near edges, and each indexed document's tie to the kept document it stood
+    for) labelled as :func:`cluster_with_spark` labels it, each component's members and edges
+    sent to one task, the same function run there."""
+    n_members, _ = sizes
+    members = keep(history)
+    graph = _member_graph(members, new_edges, stored, n_members, keep)
+    ties = members.select(
+        F.coalesce(F.col(OLD_CLUSTER), F.col(PREV_CLUSTER)).alias(DOC_A), F.col(DOC_ID).alias(DOC_B)
+    ).where(F.col(DOC_A).isNotNull() & (F.col(DOC_A) != F.col(DOC_B)))
+    edges = keep(graph.select(DOC_A, DOC_B).unionByName(ties))
+    n_graph = edges.count()
+    limit = single_task_edge_limit(edges.sparkSession, configured_max_edges, n_graph, edges)
+    labels, rounds = connected_components(edges, local_checkpoint, single_task=n_graph <= limit)
+    labelled = members.join(labels, DOC_ID, "left").withColumn(
+        COMPONENT, F.coalesce(F.col(COMPONENT), F.col(DOC_ID))
+    )
+    contents = labelled.where(F.col(HAS_TEXT)).select(EXACT_FP, COMPONENT).distinct()
+    near = graph.where(F.col(FP_A).isNotNull()).select(FP_A, FP_B, JACCARD, ESTIMATE)
+    near = near.join(contents.withColumnRenamed(EXACT_FP, FP_A), FP_A)
+    rows = _tagged(labelled, 0).unionByName(_tagged(near, 1), allowMissingColumns=True)
+    parts = max(1, shuffle_partitions(edges.sparkSession))
+    schema = _anchored_schema(members)
+    run = components_fn(list(history.columns), to_arrow_schema(schema))
+    out = keep(rows.repartition(parts, COMPONENT).drop(COMPONENT).mapInArrow(run, schema))
+    stats = summed_stats([r[STATS] for r in out.where(F.col(KIND) == 3).select(STATS).collect()])
+    pick = lambda kind, *names: out.where(F.col(KIND) == kind).select(*names)  # noqa: E731
+    strategy = "single_task" if n_graph <= limit else "distributed"
+    return Clustered(
+        pick(
+            0, DOC_ID, HAS_TEXT, EXACT_FP, CLUSTER_ID, BATCH, IS_OLD, OLD_CLUSTER, KEPT, SIMILARITY
+        ),
+        pick(2, OLD_CLUSTER_ID, NEW_CLUSTER_ID),
+        pick(1, DOC_A, DOC_B, METHOD, SIMILARITY, JACCARD, ESTIMATE, HAMMING),
+        stats,
+        {"strategy": strategy, "rounds": rounds},
+    )
+
+
+def _tagged(frame: DataFrame, kind: int) -> DataFrame:
+    return frame.withColumn(KIND, F.lit(kind).cast("byte"))
+
+
+def _anchored_schema(members: DataFrame) -> T.StructType:
+    """The rows of :func:`~neardup_spark.nightly.anchored_night.components_fn`."""
+    id_type = members.schema[DOC_ID].dataType
+    typed = [
+        (KIND, T.ByteType()),
+        (DOC_ID, id_type),
+        (HAS_TEXT, T.BooleanType()),
+        (EXACT_FP, T.LongType()),
+        (CLUSTER_ID, id_type),
+        (BATCH, T.IntegerType()),
+        (IS_OLD, T.BooleanType()),
+        (OLD_CLUSTER, id_type),
+        (KEPT, T.BooleanType()),
+        (SIMILARITY, T.DoubleType()),
+        (DOC_A, id_type),
+        (DOC_B, id_type),
+        (METHOD, T.StringType()),
+        (JACCARD, T.DoubleType()),
+        (ESTIMATE, T.DoubleType()),
+        (HAMMING, T.IntegerType()),
+        (OLD_CLUSTER_ID, id_type),
+        (NEW_CLUSTER_ID, id_type),
+        (STATS, T.StringType()),
+    ]
+    return T.StructType([T.StructField(name, t) for name, t in typed])
 
 
 def cluster_with_spark(

@@ -41,6 +41,7 @@ from neardup_spark.nightly.stable_ids import (
     IS_OLD,
     LIVE_BEFORE,
     OLD_CLUSTER,
+    PREV_CLUSTER,
     PREV_FP,
     PREV_HAS_TEXT,
 )
@@ -454,14 +455,16 @@ def member_history(touched: Touched, n_new: int) -> DataFrame:
     before the batch: what the stable-id rule needs."""
     members = touched.members
     if touched.replaced is not None:
-        history = members.join(
-            touched.replaced.select(DOC_ID, PREV_FP, PREV_HAS_TEXT), DOC_ID, "left"
+        replaced = touched.replaced.select(
+            DOC_ID, PREV_FP, PREV_HAS_TEXT, F.col(CLUSTER_ID).alias(PREV_CLUSTER)
         )
+        history = members.join(replaced, DOC_ID, "left")
     else:
         history = members.select(
             "*",
             F.lit(None).cast("long").alias(PREV_FP),
             F.lit(None).cast("boolean").alias(PREV_HAS_TEXT),
+            F.lit(None).cast(members.schema[DOC_ID].dataType).alias(PREV_CLUSTER),
         )
     if touched.live_before is not None:
         flags = touched.live_before.withColumn(LIVE_BEFORE, F.lit(True))
