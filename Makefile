@@ -19,7 +19,7 @@ COMPAT_SPARK_spark4 := pyspark>=4,<5
 COMPAT_PYTHON_spark35 ?= $(firstword $(shell python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
 COMPAT_PYTHON_spark4 ?= $(firstword $(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
-.PHONY: help setup demo test test-compat wheel wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate clean
+.PHONY: help setup demo test test-compat wheel wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate eval-removals clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -154,6 +154,9 @@ cluster-test: $(STAMP)  ## standalone master + 2 workers on 127.0.0.1, spark-sub
 
 eval-extract: $(STAMP)  ## main-content extraction F1 and WARC reader speed on ../shared/data
 	$(BIN)/neardup eval-extract
+
+eval-removals: $(STAMP)  ## chains of revised real articles (../shared/data) among 3,000 generated documents: each cluster rule's removals scored by exact Jaccard
+	$(BIN)/python -m neardup_spark.quality.revisions ../shared/data out/eval-removals
 
 EVAL_BP := out/eval-boilerplate
 eval-boilerplate: $(STAMP)  ## boilerplate settings on generated template pages and the WARC samples of ../shared/data
