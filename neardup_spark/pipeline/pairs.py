@@ -12,6 +12,7 @@ near-duplicates. Two implementations, the same pairs (tested against each other)
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
@@ -50,6 +51,8 @@ from neardup_spark.stages.verify import (
 
 MEMORY = StorageLevel.MEMORY_AND_DISK
 PAIR_STAGES = ("exact", "candidates", "verify")
+# The anchored rule's counts of its large buckets (pipeline/reporting.py).
+BUCKET_COUNTS = ("bucket_comparisons", "bucket_comparisons_skipped")
 # The texts of a run's documents: a DataFrame (``doc_id``, ``text``), or a function of the
 # candidates and whether to broadcast them giving those (the boilerplate step's cleaned texts).
 Texts = DataFrame | Callable[[DataFrame, bool], DataFrame]
@@ -90,16 +93,22 @@ def kept_stage(
     stage: str,
     build: Callable[[], DataFrame],
     level: StorageLevel = MEMORY,
+    run_counts: tuple[str, ...] = (),
 ) -> tuple[DataFrame, int]:
     """``stage``'s result and its rows: read back when an earlier run finished it, else built,
-    kept and counted (timed as ``stage``), and marked finished."""
+    kept and counted (timed as ``stage``), and marked finished. ``run_counts``: the counts of
+    ``ctx.counts`` that ``build`` sets, kept with the stage and restored when it is resumed."""
     done = ctx.results.finished(stage)
     if done is not None:
+        ctx.counts.update({k: v for k, v in done.get("run_counts", {}).items() if k in run_counts})
         return ctx.results.load(stage), int(done["counts"]["rows"])
     with ctx.timer.stage(stage) as counted:
         kept, counts = ctx.results.keep(stage, build(), {"rows": F.count(F.lit(1))}, level)
         counted["rows"] = counts["rows"]
-    ctx.results.finish(stage, {"counts": counts})
+    marker: dict[str, Any] = {"counts": counts}
+    if run_counts:
+        marker["run_counts"] = {k: ctx.counts[k] for k in run_counts if k in ctx.counts}
+    ctx.results.finish(stage, marker)
     return kept, counts["rows"]
 
 
@@ -134,14 +143,18 @@ def candidate_pairs(
     entries = ctx.counts["input_rows"] * config.banding.bands
     parts = candidate_partitions(ctx.spark, entries)
     held: list[DataFrame] = []  # what the anchored candidates persisted on the way
+    large_buckets = config.cluster_rule == "anchored" and config.method == "minhash"
 
     def build() -> DataFrame:
-        if config.cluster_rule == "anchored" and config.method == "minhash":
+        if large_buckets:
             return bucket_kept_pairs(ctx, unique_docs, texts, addressed, parts, held)
         return unique_docs.transform(banded_candidate_pairs(config.bucket_all_pairs_max, parts))
 
+    run_counts = BUCKET_COUNTS if large_buckets else ()
     with shuffle_partitions_at_least(ctx.spark, parts):  # the distinct() of the pairs found too
-        candidates, ctx.counts["candidate_pairs"] = kept_stage(ctx, "candidates", build)
+        candidates, ctx.counts["candidate_pairs"] = kept_stage(
+            ctx, "candidates", build, run_counts=run_counts
+        )
     for df in held:
         df.unpersist()
     return candidates

@@ -10,6 +10,7 @@ import logging
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.batch.documents import documents_columns_fn
@@ -19,6 +20,7 @@ from neardup_spark.kernels.anchored import anchors
 from neardup_spark.pipeline import driver_pairs
 from neardup_spark.pipeline.dedupe import dedupe
 from neardup_spark.quality.oracle import shingle_matrix
+from tests.pipeline.test_resume import run_killed_after, run_stages
 from tests.plans import placed, ran
 
 ANCHORED = {"cluster_rule": "anchored"}
@@ -170,3 +172,19 @@ def test_comparisons_over_the_cap_are_counted_and_logged_alike_on_both_paths(fra
     assert found["driver"]["counts"]["bucket_comparisons_skipped"] > 0
     assert found["driver"]["counts"] == found["spark"]["counts"]
     assert found["driver"]["pairs"].equals(found["spark"]["pairs"])
+
+
+def test_a_resumed_run_keeps_the_buckets_counts(spark, pages, tmp_path, monkeypatch):
+    """Stopped after the candidates stage and resumed: the large buckets' counts come back with
+    the stage (its marker), as the uninterrupted run has them."""
+    corpus = tmp_path / "in"
+    corpus.mkdir()
+    pq.write_table(pages, corpus / "part-0.parquet")
+    config = build_config(options=ANCHORED)
+    whole = run_stages(spark, str(corpus), str(tmp_path / "whole"), config)
+    out = str(tmp_path / "out")
+    run_killed_after(monkeypatch, "candidates", spark, str(corpus), out, config)
+    report = run_stages(spark, str(corpus), out, config)
+    assert "candidates" in report["resumed_stages"]
+    assert report["counts"]["bucket_comparisons"] > 0
+    assert report["counts"] == whole["counts"]
