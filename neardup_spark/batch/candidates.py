@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup_spark.columns import BAND_KEY, BAND_KEYS, DOC_A, DOC_B, DOC_ID
-from neardup_spark.kernels.lsh import bucket_pairs, shared_key_rows
+from neardup_spark.kernels.lsh import bucket_pairs, large_bucket_rows, shared_key_rows
 from neardup_spark.kernels.spark_partitions import partition_keys
 
 PART = "part"
@@ -57,10 +57,12 @@ def key_blocks_fn(
 
 
 def pairs_in_blocks_fn(
-    all_pairs_max: int,
+    all_pairs_max: int, with_members: bool = False
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """All key blocks of one partition -> candidate pairs of their buckets (a block, hence a
-    bucket, never spans two partitions)."""
+    bucket, never spans two partitions). ``with_members``: a third column, ``band_key``, null
+    on the pairs, and one more row per member of a bucket larger than ``all_pairs_max``:
+    ``doc_a`` and ``doc_b`` the member, ``band_key`` its bucket's key."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         keys_parts: list[pa.Array] = []
@@ -81,8 +83,15 @@ def pairs_in_blocks_fn(
         keys = entries.column(BAND_KEY).to_numpy()
         doc_a, doc_b = bucket_pairs(keys, entries.column(DOC_ID).combine_chunks(), all_pairs_max)
         distinct = pc.not_equal(doc_a, doc_b)  # a 64-bit key collision across two bands
-        yield pa.RecordBatch.from_arrays(
-            [doc_a.filter(distinct), doc_b.filter(distinct)], names=[DOC_A, DOC_B]
-        )
+        pairs = pa.table({DOC_A: doc_a.filter(distinct), DOC_B: doc_b.filter(distinct)})
+        if with_members:
+            large = pa.array(large_bucket_rows(keys, all_pairs_max))
+            member = entries.column(DOC_ID).take(large)
+            bands = pa.chunked_array(
+                [pa.nulls(pairs.num_rows, pa.int64()), pa.array(keys).take(large)]
+            )
+            pairs = pa.concat_tables([pairs, pa.table({DOC_A: member, DOC_B: member})])
+            pairs = pairs.append_column(BAND_KEY, bands)
+        yield from pairs.to_batches()
 
     return run

@@ -126,6 +126,10 @@ class DedupeConfig:
     # LSH buckets up to this size emit all their pairs; larger ones a star from their smallest
     # id, so candidate edges stay linear in the bucket size.
     bucket_all_pairs_max: int = 10
+    # Under the anchored rule, each member of a larger bucket is also compared (MinHash estimate)
+    # with the bucket's kept members, in keep order, up to this many of them; comparisons beyond
+    # are skipped and counted (report.json counts.bucket_comparisons_skipped).
+    bucket_kept_max: int = 100
     # What a night checks of the index's files before it reads them (nightly/integrity.py):
     # "full" every byte against its recorded SHA-256; "quick" sizes, keys, docs and pairs, and
     # each text it reads (for large indexes on object stores, where full reads cost).
@@ -195,7 +199,7 @@ class DedupeConfig:
             raise UserError(f"threshold must be in (0, 1], got {self.threshold}")
         if not 0.0 < self.min_recall < 1.0:
             raise UserError(f"min_recall must be in (0, 1), got {self.min_recall}")
-        for name in ("ngram", "char_ngram", "num_perm", "bucket_all_pairs_max"):
+        for name in ("ngram", "char_ngram", "num_perm", "bucket_all_pairs_max", "bucket_kept_max"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")

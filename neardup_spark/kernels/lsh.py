@@ -142,3 +142,17 @@ def bucket_pairs(keys: np.ndarray, ids: pa.Array, all_pairs_max: int) -> tuple[p
     a = pa.array(np.concatenate(left))
     b = pa.array(np.concatenate(right))
     return ids.take(a), ids.take(b)
+
+
+def large_bucket_rows(keys: np.ndarray, all_pairs_max: int) -> np.ndarray:
+    """Entries sorted by key -> the rows of the buckets (runs of one key) larger than
+    ``all_pairs_max``: those :func:`bucket_pairs` gives a star only.
+
+    >>> large_bucket_rows(np.array([1, 1, 2, 2, 2, 3]), 2).tolist()
+    [2, 3, 4]
+    """
+    if keys.size == 0:
+        return np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sizes = np.diff(np.append(starts, keys.size))
+    return np.flatnonzero(np.repeat(sizes > all_pairs_max, sizes))

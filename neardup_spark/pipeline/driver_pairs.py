@@ -24,8 +24,10 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from neardup_spark.batch.bucket_kept import kept_pairs, member_sketches_fn
 from neardup_spark.batch.scoring import score_pairs, sets_from_texts_fn
 from neardup_spark.columns import (
+    BAND_KEY,
     BAND_KEYS,
     DOC_A,
     DOC_B,
@@ -42,8 +44,9 @@ from neardup_spark.columns import (
     TEXT,
 )
 from neardup_spark.config import DedupeConfig
-from neardup_spark.kernels.lsh import bucket_pairs
+from neardup_spark.kernels.lsh import bucket_pairs, large_bucket_rows
 from neardup_spark.pipeline.context import RunContext
+from neardup_spark.pipeline.reporting import record_bucket_comparisons
 from neardup_spark.pipeline.sketch import SketchedHere, map_in_threads
 from neardup_spark.runtime.engine import from_arrow_batches
 from neardup_spark.runtime.spark_compat import to_arrow
@@ -86,8 +89,20 @@ def driver_pair_parts(
     found: dict[str, pa.Table] = {}  # method -> the edges it found
     threads = ctx.facts.engine.local_threads  # 0 on a cluster: one thread then
 
+    fetched: list[pa.Table] = []  # the candidates' texts, once fetched
+
+    def texts_for(candidates: pa.Table) -> pa.Table:
+        if not fetched:
+            if here is not None and here.documents is not None:
+                fetched.append(texts_of_candidates(candidates, here.documents))
+            else:
+                fetched.append(candidate_texts(spark, candidates, texts))
+        return fetched[0]
+
     def find_candidates(unique: pa.Table, counted: dict[str, int]) -> pa.Table:
         found = candidate_pairs(unique, config.bucket_all_pairs_max, threads)
+        if config.cluster_rule == "anchored" and config.method == "minhash":
+            found = with_bucket_kept_pairs(found, unique, texts_for, config, counts)
         counts["candidate_pairs"] = counted["rows"] = found.num_rows
         return found
 
@@ -113,11 +128,7 @@ def driver_pair_parts(
             candidates = find_candidates(unique, counted)
     with timer.stage("verify") as counted:
         if config.method == "minhash":
-            if here is not None and here.documents is not None:
-                side_texts = texts_of_candidates(candidates, here.documents)
-            else:
-                side_texts = candidate_texts(spark, candidates, texts)
-            kept = verified_minhash(candidates, side_texts, config, threads)
+            kept = verified_minhash(candidates, texts_for(candidates), config, threads)
             part = minhash_pairs(from_arrow_batches(spark, _nullable(kept)))
         else:
             kept = verified_simhash(candidates, unique, config.hamming_k)
@@ -235,6 +246,52 @@ def candidate_pairs(docs: pa.Table, all_pairs_max: int, threads: int = 1) -> pa.
     ranked = ids.take(by_id)
     return pa.table(
         {DOC_A: ranked.take(pa.array(codes // n)), DOC_B: ranked.take(pa.array(codes % n))}
+    )
+
+
+def large_buckets(docs: pa.Table, all_pairs_max: int) -> pa.Table:
+    """``doc_id``, ``band_keys`` -> ``band_key``, ``doc_id`` of the members of the buckets
+    larger than ``all_pairs_max`` (those :func:`candidate_pairs` gives a star only)."""
+    lists = docs.column(BAND_KEYS).combine_chunks()
+    keys = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    ids = docs.column(DOC_ID).combine_chunks().take(pc.list_parent_indices(lists))
+    order = np.argsort(keys, kind="stable")
+    rows = order[large_bucket_rows(keys[order], all_pairs_max)]
+    return pa.table({BAND_KEY: keys[rows], DOC_ID: ids.take(pa.array(rows))})
+
+
+def with_bucket_kept_pairs(
+    candidates: pa.Table,
+    unique: pa.Table,
+    texts_for: Callable[[pa.Table], pa.Table],
+    config: DedupeConfig,
+    counts: dict[str, Any],
+) -> pa.Table:
+    """The anchored rule's candidates: ``candidates`` and the pairs of each large bucket's
+    greedy over its kept members (:func:`~neardup_spark.batch.bucket_kept.kept_pairs`), the
+    members' sketches recomputed from their texts (``texts_for(candidates)``: every member of
+    a large bucket is in its star), distinct; the greedy's comparisons counted in ``counts``."""
+    members = large_buckets(unique, config.bucket_all_pairs_max)
+    counts["bucket_comparisons"] = counts["bucket_comparisons_skipped"] = 0
+    if not members.num_rows:
+        return candidates
+    sketch_of = member_sketches_fn(config)
+    member_ids = pc.unique(members.column(DOC_ID).combine_chunks())
+    side_texts = texts_for(candidates)
+    wanted = side_texts.filter(pc.is_in(side_texts.column(DOC_ID), value_set=member_ids))
+    sketches = pa.Table.from_batches(
+        [sketch_of(batch) for batch in wanted.select([DOC_ID, TEXT]).to_batches()]
+    )
+    joined = members.join(sketches, DOC_ID)
+    pairs, comparisons, skipped = kept_pairs(joined, config)
+    record_bucket_comparisons(counts, comparisons, skipped, config.bucket_kept_max)
+    if not pairs.num_rows:
+        return candidates
+    both = pa.concat_tables([candidates, pairs.cast(candidates.schema)])
+    return (
+        both.group_by([DOC_A, DOC_B], use_threads=False)
+        .aggregate([])
+        .sort_by([(DOC_A, "ascending"), (DOC_B, "ascending")])
     )
 
 

@@ -12,12 +12,14 @@ near-duplicates. Two implementations, the same pairs (tested against each other)
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from neardup_spark.columns import DOC_B, DOC_ID, HAMMING
+from neardup_spark.batch.bucket_kept import COMPARISONS, SKIPPED
+from neardup_spark.columns import BAND_KEY, DOC_A, DOC_B, DOC_ID, HAMMING
 from neardup_spark.pipeline.addressed_input import AddressedInput
 from neardup_spark.pipeline.context import RunContext
 from neardup_spark.pipeline.driver_pairs import DriverTables, driver_pair_parts
@@ -29,8 +31,14 @@ from neardup_spark.pipeline.execution import (
     verify_partitions,
 )
 from neardup_spark.pipeline.plan import DRIVER, decide_pairs, decide_verify_texts
+from neardup_spark.pipeline.reporting import record_bucket_comparisons
 from neardup_spark.pipeline.sketch import SketchedHere
-from neardup_spark.stages.candidates import banded_candidate_pairs
+from neardup_spark.stages.candidates import (
+    banded_candidate_pairs,
+    banded_pairs_and_members,
+    bucket_kept_candidates,
+    member_sketches,
+)
 from neardup_spark.stages.clusters import exact_pairs, minhash_pairs, simhash_pairs
 from neardup_spark.stages.exact_copies import exact_copy_edges
 from neardup_spark.stages.verify import (
@@ -43,6 +51,8 @@ from neardup_spark.stages.verify import (
 
 MEMORY = StorageLevel.MEMORY_AND_DISK
 PAIR_STAGES = ("exact", "candidates", "verify")
+# The anchored rule's counts of its large buckets (pipeline/reporting.py).
+BUCKET_COUNTS = ("bucket_comparisons", "bucket_comparisons_skipped")
 # The texts of a run's documents: a DataFrame (``doc_id``, ``text``), or a function of the
 # candidates and whether to broadcast them giving those (the boilerplate step's cleaned texts).
 Texts = DataFrame | Callable[[DataFrame, bool], DataFrame]
@@ -83,16 +93,22 @@ def kept_stage(
     stage: str,
     build: Callable[[], DataFrame],
     level: StorageLevel = MEMORY,
+    run_counts: tuple[str, ...] = (),
 ) -> tuple[DataFrame, int]:
     """``stage``'s result and its rows: read back when an earlier run finished it, else built,
-    kept and counted (timed as ``stage``), and marked finished."""
+    kept and counted (timed as ``stage``), and marked finished. ``run_counts``: the counts of
+    ``ctx.counts`` that ``build`` sets, kept with the stage and restored when it is resumed."""
     done = ctx.results.finished(stage)
     if done is not None:
+        ctx.counts.update({k: v for k, v in done.get("run_counts", {}).items() if k in run_counts})
         return ctx.results.load(stage), int(done["counts"]["rows"])
     with ctx.timer.stage(stage) as counted:
         kept, counts = ctx.results.keep(stage, build(), {"rows": F.count(F.lit(1))}, level)
         counted["rows"] = counts["rows"]
-    ctx.results.finish(stage, {"counts": counts})
+    marker: dict[str, Any] = {"counts": counts}
+    if run_counts:
+        marker["run_counts"] = {k: ctx.counts[k] for k in run_counts if k in ctx.counts}
+    ctx.results.finish(stage, marker)
     return kept, counts["rows"]
 
 
@@ -114,16 +130,76 @@ def exact_copy_pairs(ctx: RunContext, features: DataFrame) -> tuple[DataFrame | 
     return exact_pairs(edges), unique
 
 
-def candidate_pairs(ctx: RunContext, unique_docs: DataFrame) -> DataFrame:
-    """Bucket the documents' band keys into distinct candidate pairs (kept, counted)."""
-    entries = ctx.counts["input_rows"] * ctx.config.banding.bands
+def candidate_pairs(
+    ctx: RunContext,
+    unique_docs: DataFrame,
+    texts: Texts,
+    addressed: AddressedInput | None = None,
+) -> DataFrame:
+    """Bucket the documents' band keys into distinct candidate pairs (kept, counted); under
+    the anchored rule with the pairs of each large bucket's greedy over its kept members too
+    (:func:`bucket_kept_pairs`)."""
+    config = ctx.config
+    entries = ctx.counts["input_rows"] * config.banding.bands
     parts = candidate_partitions(ctx.spark, entries)
-    stage = banded_candidate_pairs(ctx.config.bucket_all_pairs_max, parts)
+    held: list[DataFrame] = []  # what the anchored candidates persisted on the way
+    large_buckets = config.cluster_rule == "anchored" and config.method == "minhash"
+
+    def build() -> DataFrame:
+        if large_buckets:
+            return bucket_kept_pairs(ctx, unique_docs, texts, addressed, parts, held)
+        return unique_docs.transform(banded_candidate_pairs(config.bucket_all_pairs_max, parts))
+
+    run_counts = BUCKET_COUNTS if large_buckets else ()
     with shuffle_partitions_at_least(ctx.spark, parts):  # the distinct() of the pairs found too
         candidates, ctx.counts["candidate_pairs"] = kept_stage(
-            ctx, "candidates", lambda: unique_docs.transform(stage)
+            ctx, "candidates", build, run_counts=run_counts
         )
+    for df in held:
+        df.unpersist()
     return candidates
+
+
+def bucket_kept_pairs(
+    ctx: RunContext,
+    unique_docs: DataFrame,
+    texts: Texts,
+    addressed: AddressedInput | None,
+    parts: int,
+    held: list[DataFrame],
+) -> DataFrame:
+    """The anchored rule's candidates: the banded pairs and those of each large bucket's greedy
+    over its kept members, distinct; the large buckets found in the same pass as the pairs,
+    their members' sketches recomputed from their texts (persisted in ``held``: two jobs, one
+    counting the members, one the greedy's comparisons into ``ctx.counts``)."""
+    config, counts = ctx.config, ctx.counts
+    found = unique_docs.transform(banded_pairs_and_members(config.bucket_all_pairs_max, parts))
+    held.append(found.persist(MEMORY))
+    pairs = found.where(F.col(BAND_KEY).isNull()).select(DOC_A, DOC_B)
+    members = found.where(F.col(BAND_KEY).isNotNull()).select(BAND_KEY, F.col(DOC_A).alias(DOC_ID))
+    ids = members.select(DOC_ID).distinct()
+    n_ids = ids.count()
+    counts["bucket_comparisons"] = counts["bucket_comparisons_skipped"] = 0
+    if n_ids == 0:
+        return pairs.distinct()
+    broadcast = n_ids <= ctx.settings.broadcast_max_rows
+    if callable(texts):  # the boilerplate step's cleaned texts, of "pairs" (id, id)
+        wanted = texts(
+            ids.select(F.col(DOC_ID).alias(DOC_A), F.col(DOC_ID).alias(DOC_B)), broadcast
+        )
+    elif addressed is not None and not broadcast:
+        wanted = addressed.texts_of(ids)
+    else:
+        wanted = texts.join(F.broadcast(ids) if broadcast else ids, DOC_ID, "left_semi")
+    sketches = wanted.transform(member_sketches(config))
+    joined = members.join(sketches, DOC_ID)
+    greedy = joined.transform(bucket_kept_candidates(config, parts))
+    held.append(greedy.persist(MEMORY))
+    row = greedy.agg(F.sum(COMPARISONS), F.sum(SKIPPED)).first()
+    comparisons, skipped = (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
+    record_bucket_comparisons(counts, comparisons, skipped, config.bucket_kept_max)
+    extra = greedy.where(F.col(DOC_A).isNotNull()).select(DOC_A, DOC_B)
+    return pairs.unionByName(extra).distinct()
 
 
 def near_duplicate_pairs(
@@ -136,7 +212,7 @@ def near_duplicate_pairs(
     """Candidates from ``unique_docs``' band keys, scored with ``features``' SimHash or with
     MinHash sets recomputed from their ``texts`` -> verified ``pairs/`` rows."""
     config, counts = ctx.config, ctx.counts
-    candidates = candidate_pairs(ctx, unique_docs)
+    candidates = candidate_pairs(ctx, unique_docs, texts, addressed)
     sides = 2 * counts["candidate_pairs"]
     chars = counts.get("text_chars", 0) / max(counts["input_rows"], 1)
     parts = verify_partitions(ctx.spark, sides, chars) if config.method == "minhash" else 0

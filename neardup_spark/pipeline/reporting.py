@@ -169,3 +169,21 @@ def run_section(
         "wall_seconds": round(wall, 3),
         "docs_per_second": round(rows / wall, 1) if wall else None,
     }
+
+
+def record_bucket_comparisons(
+    counts: dict[str, Any], comparisons: int, skipped: int, kept_max: int
+) -> None:
+    """The anchored rule's large-bucket comparisons into the run's counts
+    (``bucket_comparisons``, ``bucket_comparisons_skipped``), and a warning when the cap
+    skipped some: pairs of those members were not proposed."""
+    counts["bucket_comparisons"] = int(comparisons)
+    counts["bucket_comparisons_skipped"] = int(skipped)
+    if skipped:
+        logging.getLogger(__name__).warning(
+            "%d comparisons in large LSH buckets skipped: a member meets at most "
+            "bucket_kept_max=%d of its bucket's kept members (raise it to compare more; "
+            "report.json counts.bucket_comparisons_skipped)",
+            skipped,
+            kept_max,
+        )

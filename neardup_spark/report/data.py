@@ -69,6 +69,8 @@ COUNT_EXPLANATIONS = {
     "exact_copies": "documents identical, after normalisation, to one with a smaller id",
     "candidate_pairs": "pairs the index proposed (shared an LSH band or SimHash table key)",
     "near_pairs": "candidate pairs that reached the threshold when measured exactly",
+    "bucket_comparisons": "anchored rule: large LSH buckets' members compared with their kept ones",
+    "bucket_comparisons_skipped": "anchored rule: those comparisons skipped over bucket_kept_max",
     "verified_pairs": "rows of pairs/: exact copies plus verified near pairs",
     "removed": "documents dropped from deduplicated/ (not their cluster's representative)",
     "clusters": "groups of documents after dedupe, singletons included (= rows kept)",
