@@ -31,6 +31,7 @@ from neardup_spark.io.corpus import (
     ListedInput,
     as_documents,
     check_columns,
+    check_duplicates_column,
     check_paths_apart,
     files_read,
     input_files,
@@ -122,6 +123,7 @@ def dedupe_steps(
     given, writes the pairs table as soon as it is known, alongside the components."""
     config = ctx.config
     check_columns(df, config.id_col, config.text_col)
+    check_duplicates_column(df.columns, config.duplicates_column)
     ranking = preference_table(df, config.id_col, config.preference) if config.prefer else None
     schemas = {f.path: f.schema for f in ctx.facts.input.parquet}
     addressed = addressed_input(df, config.id_col, config.text_col, schemas)  # a Parquet scan
