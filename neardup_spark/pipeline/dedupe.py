@@ -57,6 +57,7 @@ from neardup_spark.pipeline.members import members_and_pairs_written
 from neardup_spark.pipeline.outputs import Found, output_tables, write_outputs
 from neardup_spark.pipeline.pairs import verified_edges
 from neardup_spark.pipeline.plan import Plan, python_tasks_expected
+from neardup_spark.pipeline.removals import removals_here, removals_in_spark
 from neardup_spark.pipeline.reporting import (
     StageTimer,
     banding_section,
@@ -147,6 +148,12 @@ def dedupe_steps(
         ctx, df, features, members, addressed, driver
     )
     report = dedupe_report(ctx, components)
+    with ctx.timer.stage("removals"):
+        report["removals"] = (
+            removals_here(ctx.counts, config, clusters_here)
+            if clusters_here is not None
+            else removals_in_spark(ctx.counts, config, members)
+        )
     if cleaning:
         with ctx.timer.stage("boilerplate"):
             report["boilerplate"] = cleaning.report(features)

@@ -1,6 +1,7 @@
 """``deduplicated/``'s duplicates column (``duplicates_column``): how many removed documents each
 kept row stands for, the same on every writer (``driver_copy``, ``task_copy``, ``spark_join``,
-``spark_bitmap``) under both cluster rules. An input column of that name is refused."""
+``spark_bitmap``) under both cluster rules; and the report's ``removals`` section, the same
+whether found here or by Spark jobs. An input column of that name is refused."""
 
 from __future__ import annotations
 
@@ -86,6 +87,39 @@ def test_every_writer_gives_the_same_duplicates(runs, rule):
         written = read(runs[rule, where][0] / "deduplicated")
         assert canonical(written).equals(canonical(reference)), where
         assert written.schema.remove_metadata() == reference.schema.remove_metadata(), where
+
+
+@pytest.mark.parametrize("rule", ["components", "anchored"])
+def test_the_removals_section_is_the_same_here_and_in_spark(runs, rule):
+    """The report's removals, from clusters/ found here and from Spark jobs: the largest
+    clusters as clusters/ gives them, the histogram of the removed documents' similarity
+    (anchored) holding every removed document, the components rule's count beside."""
+    here, spark_report = runs[rule, "driver_copy"][1], runs[rule, "spark_join"][1]
+    ran(here, components="driver")
+    ran(spark_report, pairs="spark")
+    section = here["removals"]
+    assert section == spark_report["removals"]
+    assert section["cluster_rule"] == rule
+    assert section["removed"] == here["counts"]["removed"]
+    clusters = read(runs[rule, "driver_copy"][0] / "clusters")
+    sizes = collections.Counter(clusters.column("cluster_id").to_pylist())
+    largest = sorted(((-n, c) for c, n in sizes.items() if n > 1))[:10]
+    assert [(c["cluster_id"], c["size"]) for c in section["largest_clusters"]] == [
+        (c, -n) for n, c in largest
+    ]
+    similarity = section["similarity"]
+    if rule == "components":
+        assert similarity is None
+        assert section["removed_by_components"] == section["removed"]
+        return
+    assert section["removed_by_components"] == here["counts"]["removed_by_components"]
+    assert section["removed_by_components"] >= section["removed"]
+    assert similarity["edges"] == [0.8, 0.85, 0.9, 0.95, 1.0]
+    assert similarity["total"] == sum(similarity["counts"]) == section["removed"]
+    assert similarity["below"] == 0
+    removed = clusters.filter(pa.compute.invert(clusters["is_representative"]))
+    exact = sum(1 for s in removed["similarity"].to_pylist() if s == 1.0)
+    assert similarity["counts"][-1] >= exact
 
 
 def test_the_column_is_named_by_its_setting_or_left_out(spark, tmp_path):
