@@ -96,7 +96,8 @@ def dedupe(
     results: StageResults | None = None,
 ) -> DedupeResult:
     """Find the near-duplicate clusters of ``df`` (a DataFrame with ``config.id_col`` and
-    ``config.text_col``; other columns are carried into ``deduplicated``), the Python API.
+    ``config.text_col``; other columns are carried into ``deduplicated``, which adds the
+    duplicates column, ``config.duplicates_column``), the Python API.
 
     Its steps run where ``execution``'s thresholds say (:mod:`.plan`; ``report["plan"]``); the
     input is read by Spark (a DataFrame may be any query). Arrow batches have the session's

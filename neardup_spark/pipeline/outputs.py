@@ -38,7 +38,7 @@ from neardup_spark.pipeline.execution import maybe_broadcast, run_together
 from neardup_spark.pipeline.plan import decide_deduplicated
 from neardup_spark.pipeline.tables import OutputTables
 from neardup_spark.runtime.engine import from_arrow_batches
-from neardup_spark.stages.clusters import cluster_table, duplicate_counts, with_duplicates
+from neardup_spark.stages.clusters import cluster_table, duplicate_counts, kept_with_duplicates
 
 
 @dataclass
@@ -63,7 +63,8 @@ def output_tables(
     driver: DriverTables | None = None,
 ) -> tuple[DataFrame, DataFrame, pa.Table | None]:
     """The ``clusters/`` table (every document) and ``deduplicated/`` (input rows of the
-    representatives and singletons: an anti-join, or the bitmap scan where the plan says); and
+    representatives and singletons, with the duplicates column: one join with the removed
+    documents and the counts, or the bitmap scan where the plan says); and
     ``clusters/`` as a table of this process when the members were found here (``driver``),
     which the DataFrame then reads."""
     counts, limit = ctx.counts, ctx.settings.broadcast_max_rows
@@ -81,17 +82,17 @@ def output_tables(
     )
     removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(DOC_ID)
     name = ctx.config.duplicates_column
-    standing = duplicate_counts(members)  # at most one row per removed document
     if choice.where == "spark_bitmap":
         assert addressed is not None  # the plan's condition
+        standing = duplicate_counts(members)  # at most one row per removed document
         return clusters, addressed.rows_without(removed, standing, name), clusters_here
+    if name:  # the removed documents and the counts in one join (each at most `removed` rows)
+        small = counts["removed"] <= limit
+        kept = df.transform(kept_with_duplicates(members, ctx.config.id_col, name, small))
+        return clusters, kept, clusters_here
     removed_ids = removed.select(F.col(DOC_ID).alias(ctx.config.id_col))
     anti = maybe_broadcast(removed_ids, counts["removed"], limit)
-    small = counts["removed"] <= limit
-    kept = df.join(anti, ctx.config.id_col, "left_anti").transform(
-        with_duplicates(standing, ctx.config.id_col, name, small)
-    )
-    return clusters, kept, clusters_here
+    return clusters, df.join(anti, ctx.config.id_col, "left_anti"), clusters_here
 
 
 def write_outputs(

@@ -66,7 +66,7 @@ def format_removal(r: dict[str, Any]) -> str:
     recorded = (
         f"similarity {r['similarity']:.4f} as clusters/ records it"
         if r["similarity"] is not None
-        else "the components rule: removed with its connected component, not necessarily "
+        else "no similarity recorded: it went with its connected component, not necessarily "
         "near its kept document"
     )
     return (

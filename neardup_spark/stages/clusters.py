@@ -152,6 +152,34 @@ def with_duplicates(
     return transform
 
 
+def kept_with_duplicates(
+    members: DataFrame, id_col: str, name: str, broadcast: bool
+) -> Callable[[DataFrame], DataFrame]:
+    """Input rows -> those of the documents ``members`` keeps, with a last column ``name``: how
+    many removed documents each stands for (0 where none). One join of the rows with the
+    removed documents and the counts together (``broadcast``: they are small enough), where an
+    anti-join and then :func:`with_duplicates` would shuffle rows too large to broadcast to
+    twice.
+
+    Input columns: any, with ``id_col``; ``members``: ``doc_id``, ``cluster_id``. Output
+    columns: the same, then ``name`` (long, never null).
+    """
+
+    def transform(rows: DataFrame) -> DataFrame:
+        removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(
+            F.col(DOC_ID).alias(_COUNTED), F.lit(None).cast("long").alias(DUPLICATES)
+        )
+        counts = duplicate_counts(members).select(F.col(DOC_ID).alias(_COUNTED), DUPLICATES)
+        marks = removed.unionByName(counts)  # an id is removed (null count) or kept, not both
+        small = F.broadcast(marks) if broadcast else marks
+        joined = rows.join(small, column(id_col) == F.col(_COUNTED), "left")
+        kept = joined.where(F.col(_COUNTED).isNull() | F.col(DUPLICATES).isNotNull())
+        value = F.coalesce(F.col(DUPLICATES), F.lit(0).cast("long"))
+        return kept.select(*(column(c) for c in rows.columns), value.alias(name))
+
+    return transform
+
+
 def _pairs(
     edges: DataFrame,
     method: str,
