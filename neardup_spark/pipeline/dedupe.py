@@ -287,6 +287,7 @@ def read_input(
     with timer.stage("read"):
         df, skipped = read_corpus(spark, job.source, job.config.skip_corrupt, job.columns, listed)
         check_columns(df, *job.columns)
+        check_duplicates_column(df.columns, job.config.duplicates_column)  # before staging
     plan = Plan(job.facts(listed, df, len(skipped), output), job.execution)
     return df, files, skipped, plan, workers_started
 

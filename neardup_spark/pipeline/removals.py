@@ -18,6 +18,7 @@ Spark jobs over the members the run keeps (:func:`removals_in_spark`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from pyspark.sql import functions as F
 from neardup_spark.batch.row_copies import DUPLICATES, duplicate_counts
 from neardup_spark.columns import CLUSTER_ID, DOC_ID, IS_REPRESENTATIVE, SIMILARITY
 from neardup_spark.config import DedupeConfig
+from neardup_spark.pipeline.execution import run_together
 from neardup_spark.stages.clusters import duplicate_counts as duplicate_counts_spark
 
 TOP_CLUSTERS = 10
@@ -124,16 +126,22 @@ def removals_here(counts: dict[str, int], config: DedupeConfig, clusters: pa.Tab
 
 def removals_in_spark(counts: dict[str, int], config: DedupeConfig, members: DataFrame) -> dict:
     """The section from the members (``doc_id``, ``cluster_id``, and ``similarity`` under the
-    anchored rule): two small Spark jobs (the largest clusters, the histogram's counts)."""
+    anchored rule): two small Spark jobs alongside each other (the largest clusters, the
+    histogram's counts)."""
     sizes = duplicate_counts_spark(members)
     top = sizes.orderBy(F.col(DUPLICATES).desc(), F.col(DOC_ID).asc()).limit(TOP_CLUSTERS)
-    largest = [(row[DOC_ID], row[DUPLICATES] + 1) for row in top.collect()]
-    bins = None
+    found: dict[str, list] = {}
+    actions: list[Callable[[], object]] = [lambda: found.setdefault("top", top.collect())]
     if config.cluster_rule == "anchored" and SIMILARITY in members.columns:
         edges = similarity_edges(similarity_floor(config))
         raw = F.floor((F.col(SIMILARITY) - edges[0]) / BIN_WIDTH + _EDGE_SLACK)
         number = F.when(raw < 0, -1).otherwise(F.least(raw, F.lit(len(edges) - 2)))
         removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID))
-        rows = removed.groupBy(number.cast("int").alias("bin")).count().collect()
-        bins = {int(row["bin"]): int(row["count"]) for row in rows}
+        binned = removed.groupBy(number.cast("int").alias("bin")).count()
+        actions.append(lambda: found.setdefault("bins", binned.collect()))
+    run_together(members.sparkSession, actions)
+    largest = [(row[DOC_ID], row[DUPLICATES] + 1) for row in found["top"]]
+    bins = (
+        {int(row["bin"]): int(row["count"]) for row in found["bins"]} if "bins" in found else None
+    )
     return section(counts, config, largest, bins)
