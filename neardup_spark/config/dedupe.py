@@ -138,6 +138,9 @@ class DedupeConfig:
     # unreadable footer) and leave out malformed records, each listed in the report, instead of
     # failing with exit 2.
     skip_corrupt: bool = False
+    # deduplicated/'s column holding how many removed documents each row stands for (its
+    # cluster's documents less one); "" leaves it out. An input column of that name is refused.
+    duplicates_column: str = "duplicates"
     # Remove boilerplate units (``boilerplate``) before fingerprinting (dedupe
     # --strip-boilerplate); deduplicated/ keeps the input rows as they were.
     strip_boilerplate: bool = False
@@ -212,6 +215,11 @@ class DedupeConfig:
                     f"{name} must be a column name, got {value!r}; in YAML or --set, quote a "
                     f'name that reads as a number or a boolean ({name}: "2026")'
                 )
+        if not isinstance(self.duplicates_column, str):
+            raise UserError(
+                f'duplicates_column must be a column name or "" (none), got '
+                f"{self.duplicates_column!r}"
+            )
         if self.prefer is not None and not (isinstance(self.prefer, str) and self.preference):
             raise UserError(f'prefer must be text like "quality desc", got {self.prefer!r}')
 

@@ -319,6 +319,18 @@ def check_columns(df: DataFrame, id_col: str, text_col: str) -> None:
         )
 
 
+def check_duplicates_column(columns: list[str], name: str) -> None:
+    """``deduplicated/``'s ``duplicates_column`` (``name``; "" for none) is not an input column
+    (compared as Spark does by default, ignoring case): a clash is refused, not overwritten."""
+    clash = [c for c in columns if name and c.lower() == name.lower()]
+    if clash:
+        raise UserError(
+            f"the input has a column {clash[0]!r}, the name deduplicated/ gives its count of "
+            f"removed documents (setting duplicates_column={name!r}): choose another with "
+            '--set duplicates_column=NAME, or --set duplicates_column="" to leave it out'
+        )
+
+
 def check_ids(df: DataFrame, id_col: str) -> None:
     """No null and no repeated ids (one Spark job over the id column only, read in one task per
     core: ids are small, and each task of a scan has a fixed cost)."""

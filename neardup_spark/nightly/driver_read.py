@@ -13,8 +13,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 
-from neardup_spark.columns import DOC_ID
+from neardup_spark.batch.row_copies import duplicate_counts
+from neardup_spark.columns import CLUSTER_ID, DOC_ID
 from neardup_spark.io.filesystem import join, pyarrow_filesystem
 from neardup_spark.nightly.stable_ids import KEPT
 from neardup_spark.nightly.steps import BatchContext
@@ -44,10 +46,12 @@ def features_in_process(ctx: BatchContext) -> pa.Table:
 @dataclass(frozen=True)
 class DeduplicatedHere:
     """How this process writes a night's ``deduplicated/``: its input files copied by PyArrow
-    (:mod:`~neardup_spark.pipeline.deduplicated_copy`) without the ``removed`` ids."""
+    (:mod:`~neardup_spark.pipeline.deduplicated_copy`) without the ``removed`` ids, each kept
+    row with the ``counts`` of the night's documents removed in its favour."""
 
     copy: RowsCopy
     removed: pa.Array
+    counts: pa.Table | None = None
 
 
 def deduplicated_here(ctx: BatchContext, df: DataFrame, results: str) -> DeduplicatedHere | None:
@@ -67,4 +71,12 @@ def deduplicated_here(ctx: BatchContext, df: DataFrame, results: str) -> Dedupli
     kept = pq.read_table(kept_dir, filesystem=fs, columns=[DOC_ID]).column(DOC_ID)
     ids = ctx.documents.column(DOC_ID)
     removed = ids.filter(pc.invert(pc.is_in(ids, value_set=kept.cast(ids.type).combine_chunks())))
-    return DeduplicatedHere(rows_copy(ctx.plan.facts, df.schema), removed.combine_chunks())
+    name = ctx.config.duplicates_column
+    extra = [T.StructField(name, T.LongType(), False)] if name else []
+    schema = T.StructType([*df.schema.fields, *extra])
+    fs, clusters_dir = pyarrow_filesystem(join(results, "clusters"))
+    clusters = pq.read_table(clusters_dir, filesystem=fs, columns=[DOC_ID, CLUSTER_ID])
+    moved = pc.not_equal(clusters.column(DOC_ID), clusters.column(CLUSTER_ID))
+    counts = duplicate_counts(clusters.column(CLUSTER_ID).filter(moved))
+    copy = rows_copy(ctx.plan.facts, schema, name)
+    return DeduplicatedHere(copy, removed.combine_chunks(), counts)

@@ -90,6 +90,7 @@ from neardup_spark.io.corpus import (
     CorpusSource,
     ListedInput,
     check_columns,
+    check_duplicates_column,
     check_paths_apart,
     input_files,
     list_input,
@@ -279,6 +280,7 @@ def index_and_publish(night: Night, overwrite: bool, lock_timeout: float) -> dic
         run_id = make_run_id(inputs, config)
         df, skipped = read_corpus(spark, source, config.skip_corrupt, job.columns, night.listed)
         check_columns(df, config.id_col, config.text_col)
+        check_duplicates_column(df.columns, config.duplicates_column)
     id_type = "string" if isinstance(df.schema[config.id_col].dataType, T.StringType) else "bigint"
     index.check_id_type(id_type)
     batch = index.batch(run_id)

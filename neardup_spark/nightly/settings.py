@@ -27,6 +27,7 @@ NEUTRAL_SETTINGS = frozenset(
         "driver_read_max_bytes",
         "driver_max_docs",
         "index_check",
+        "duplicates_column",  # a column of the published deduplicated/, not of the index
         "bucket_all_pairs_max",
         "bucket_kept_max",  # a full run's large buckets under the anchored rule; nights: not yet
         "min_recall",  # only derives bands/rows, which are compared themselves

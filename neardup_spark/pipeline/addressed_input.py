@@ -42,9 +42,11 @@ from neardup_spark.stages.addresses import (
     FILE_PATH,
     ROW_INDEX,
     WORD_ROWS,
+    address_values,
     address_words,
     rows_of_words,
     with_addresses,
+    with_word_values,
 )
 from neardup_spark.stages.names import column
 from neardup_spark.stages.verify import side_requests
@@ -161,11 +163,19 @@ class AddressedInput:
         id_name, text_name = names.pop()
         return AddressedFiles(tuple(uris), id_name, text_name, open_local_file)
 
-    def rows_without(self, ids: DataFrame) -> DataFrame:
+    def rows_without(
+        self, ids: DataFrame, counts: DataFrame | None = None, name: str = ""
+    ) -> DataFrame:
         """The input rows (its own columns) of the documents not in ``ids`` (column
-        ``doc_id``)."""
+        ``doc_id``), and a last column ``name`` (unless "") holding the count ``counts``
+        (``doc_id``, ``_neardup_duplicates``) gives the row, else 0: by the words of their
+        addresses too, broadcast to the scan (no shuffle of the rows)."""
         words = ids.transform(address_words(self.id_scan, self.id_col))
-        return self.scan.transform(rows_of_words(words, members=False))
+        scan = self.scan
+        if name and counts is not None:
+            values = counts.transform(address_values(self.id_scan, self.id_col))
+            scan = scan.transform(with_word_values(values, name))
+        return scan.transform(rows_of_words(words, members=False))
 
 
 def addressed_input(

@@ -31,6 +31,7 @@ from neardup_spark.io.corpus import (
     ListedInput,
     as_documents,
     check_columns,
+    check_duplicates_column,
     check_paths_apart,
     files_read,
     input_files,
@@ -56,6 +57,7 @@ from neardup_spark.pipeline.members import members_and_pairs_written
 from neardup_spark.pipeline.outputs import Found, output_tables, write_outputs
 from neardup_spark.pipeline.pairs import verified_edges
 from neardup_spark.pipeline.plan import Plan, python_tasks_expected
+from neardup_spark.pipeline.removals import removals_here, removals_in_spark
 from neardup_spark.pipeline.reporting import (
     StageTimer,
     banding_section,
@@ -94,7 +96,8 @@ def dedupe(
     results: StageResults | None = None,
 ) -> DedupeResult:
     """Find the near-duplicate clusters of ``df`` (a DataFrame with ``config.id_col`` and
-    ``config.text_col``; other columns are carried into ``deduplicated``), the Python API.
+    ``config.text_col``; other columns are carried into ``deduplicated``, which adds the
+    duplicates column, ``config.duplicates_column``), the Python API.
 
     Its steps run where ``execution``'s thresholds say (:mod:`.plan`; ``report["plan"]``); the
     input is read by Spark (a DataFrame may be any query). Arrow batches have the session's
@@ -122,6 +125,7 @@ def dedupe_steps(
     given, writes the pairs table as soon as it is known, alongside the components."""
     config = ctx.config
     check_columns(df, config.id_col, config.text_col)
+    check_duplicates_column(df.columns, config.duplicates_column)
     ranking = preference_table(df, config.id_col, config.preference) if config.prefer else None
     schemas = {f.path: f.schema for f in ctx.facts.input.parquet}
     addressed = addressed_input(df, config.id_col, config.text_col, schemas)  # a Parquet scan
@@ -145,6 +149,12 @@ def dedupe_steps(
         ctx, df, features, members, addressed, driver
     )
     report = dedupe_report(ctx, components)
+    with ctx.timer.stage("removals"):
+        report["removals"] = (
+            removals_here(ctx.counts, config, clusters_here)
+            if clusters_here is not None
+            else removals_in_spark(ctx.counts, config, members)
+        )
     if cleaning:
         with ctx.timer.stage("boilerplate"):
             report["boilerplate"] = cleaning.report(features)
@@ -277,6 +287,7 @@ def read_input(
     with timer.stage("read"):
         df, skipped = read_corpus(spark, job.source, job.config.skip_corrupt, job.columns, listed)
         check_columns(df, *job.columns)
+        check_duplicates_column(df.columns, job.config.duplicates_column)  # before staging
     plan = Plan(job.facts(listed, df, len(skipped), output), job.execution)
     return df, files, skipped, plan, workers_started
 

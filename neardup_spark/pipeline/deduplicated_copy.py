@@ -37,10 +37,12 @@ from neardup_spark.batch.input_reads import read_row_group
 from neardup_spark.batch.row_copies import (
     COPIED,
     DROPPED,
+    DUPLICATES,
     SUMMARY_SCHEMA,
     TASK,
     FileCopies,
     copy_files_fn,
+    with_duplicates,
 )
 from neardup_spark.batch.row_group_reads import tasks_of_sizes
 from neardup_spark.columns import CLUSTER_ID, DOC_ID
@@ -52,6 +54,7 @@ from neardup_spark.pipeline.addressed_input import AddressedInput
 from neardup_spark.pipeline.facts import PARQUET_CODECS, ParquetFileFacts, RunFacts, plain_schema
 from neardup_spark.pipeline.sketch import map_in_threads
 from neardup_spark.runtime.engine import default_parallelism, from_arrow
+from neardup_spark.stages.clusters import duplicate_counts
 from neardup_spark.stages.names import column
 
 _PART = "_neardup_part"
@@ -61,28 +64,44 @@ _TASKS_PER_CORE = 4
 
 @dataclass(frozen=True)
 class RowsCopy:
-    """The input files whose rows ``deduplicated/`` copies, in the output's schema."""
+    """The input files whose rows ``deduplicated/`` copies, in the output's schema (its last
+    column the duplicates column, ``duplicates_col``, unless that is "")."""
 
     files: tuple[ParquetFileFacts, ...]
     schema: pa.Schema
     compression: str
     threads: int
+    duplicates_col: str = ""
 
 
-def rows_copy(facts: RunFacts, schema: T.StructType) -> RowsCopy:
-    """How the input's rows are copied (the plan chose a copy: the facts allow it)."""
+def rows_copy(facts: RunFacts, schema: T.StructType, duplicates_col: str = "") -> RowsCopy:
+    """How the input's rows are copied (the plan chose a copy: the facts allow it) into
+    ``schema`` (the input's, then ``duplicates_col`` unless that is "")."""
+    plain = plain_schema(to_arrow_schema(schema))
+    if duplicates_col:  # never null, as Spark writes it
+        last = len(plain) - 1
+        plain = plain.set(last, plain.field(last).with_nullable(False))
     return RowsCopy(
         facts.input.parquet,
-        plain_schema(to_arrow_schema(schema)),
+        plain,
         PARQUET_CODECS[facts.engine.parquet_codec],
         max(1, facts.engine.local_threads),
+        duplicates_col,
     )
 
 
-def copy_here(copy: RowsCopy, id_col: str, removed: pa.Array, staged: OutputDir, name: str) -> None:
-    """``driver_copy``: the input's rows whose ``id_col`` is not in ``removed``, written under
-    ``staged/name`` (what a killed attempt left replaced) by this process, row group by row
-    group, ``copy.threads`` files at a time."""
+def copy_here(
+    copy: RowsCopy,
+    id_col: str,
+    removed: pa.Array,
+    staged: OutputDir,
+    name: str,
+    counts: pa.Table | None = None,
+) -> None:
+    """``driver_copy``: the input's rows whose ``id_col`` is not in ``removed``, with the
+    duplicates column (``counts``' count for the row, else 0: :func:`with_duplicates`), written
+    under ``staged/name`` (what a killed attempt left replaced) by this process, row group by
+    row group, ``copy.threads`` files at a time."""
     staged.delete(name)
     fs, target = pyarrow_filesystem(staged.child(name))
     fs.create_dir(target, recursive=True)
@@ -100,6 +119,7 @@ def copy_here(copy: RowsCopy, id_col: str, removed: pa.Array, staged: OutputDir,
             for group in groups:
                 rows = read_row_group(source, path, group)
                 kept = rows.filter(pc.invert(pc.is_in(rows.column(id_col), value_set=removed)))
+                kept = with_duplicates(kept, id_col, counts, copy.duplicates_col)
                 writer.write_table(kept.cast(copy.schema))
 
     pieces = row_group_pieces(copy.files, copy.threads)
@@ -157,14 +177,18 @@ def copy_in_tasks(source: RemovedRows, copy: RowsCopy, staged: OutputDir, name: 
         copy.schema,
         copy.compression,
         local_path(target),
+        copy.duplicates_col,
     )
     id_type = source.addressed.scan.select(column(source.addressed.id_col)).schema[0].dataType
     parts = pa.array(routes[task_of_file], pa.int32())
     addresses = source.addressed.numbered_addresses(files, {_PART: parts})
     removed = source.members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(DOC_ID)
-    columns = [_PART, TASK, FILE_NO, ROW_INDEX, DOC_ID]
+    dropped = removed.withColumn(DUPLICATES, F.lit(None).cast("long"))
+    if copy.duplicates_col:  # the kept documents standing for removed ones, with their count
+        dropped = dropped.unionByName(duplicate_counts(source.members))
+    columns = [_PART, TASK, FILE_NO, ROW_INDEX, DOC_ID, DUPLICATES]
     located = (
-        removed.join(addresses, DOC_ID).withColumn(TASK, F.lit(None).cast("int")).select(*columns)
+        dropped.join(addresses, DOC_ID).withColumn(TASK, F.lit(None).cast("int")).select(*columns)
     )
     # One row per task naming it: a task whose files lose no row still copies them.
     markers = from_arrow(
@@ -176,6 +200,7 @@ def copy_in_tasks(source: RemovedRows, copy: RowsCopy, staged: OutputDir, name: 
                 FILE_NO: pa.array([-1] * len(runs), pa.int32()),
                 ROW_INDEX: pa.array([-1] * len(runs), pa.int64()),
                 DOC_ID: pa.nulls(len(runs), to_arrow_type(id_type)),
+                DUPLICATES: pa.nulls(len(runs), pa.int64()),
             }
         ),
     )

@@ -1,5 +1,6 @@
 """The outputs of a dedupe: ``clusters/`` (every document), ``pairs/`` and ``deduplicated/``
-(the input rows of the representatives and singletons), as DataFrames (:func:`output_tables`,
+(the input rows of the representatives and singletons, with the duplicates column: how many
+removed documents each stands for, ``duplicates_column``), as DataFrames (:func:`output_tables`,
 the Python API's result) and written into a run's staging directory (:func:`write_outputs`).
 
 ``deduplicated/`` is written where the plan says
@@ -19,6 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from neardup_spark.batch.row_copies import duplicate_counts as duplicate_counts_here
 from neardup_spark.columns import CLUSTER_ID, DOC_ID, IS_REPRESENTATIVE
 from neardup_spark.io.filesystem import join, write_parquet_file
 from neardup_spark.io.output import OutputDir
@@ -36,7 +38,7 @@ from neardup_spark.pipeline.execution import maybe_broadcast, run_together
 from neardup_spark.pipeline.plan import decide_deduplicated
 from neardup_spark.pipeline.tables import OutputTables
 from neardup_spark.runtime.engine import from_arrow_batches
-from neardup_spark.stages.clusters import cluster_table
+from neardup_spark.stages.clusters import cluster_table, duplicate_counts, kept_with_duplicates
 
 
 @dataclass
@@ -61,7 +63,8 @@ def output_tables(
     driver: DriverTables | None = None,
 ) -> tuple[DataFrame, DataFrame, pa.Table | None]:
     """The ``clusters/`` table (every document) and ``deduplicated/`` (input rows of the
-    representatives and singletons: an anti-join, or the bitmap scan where the plan says); and
+    representatives and singletons, with the duplicates column: one join with the removed
+    documents and the counts, or the bitmap scan where the plan says); and
     ``clusters/`` as a table of this process when the members were found here (``driver``),
     which the DataFrame then reads."""
     counts, limit = ctx.counts, ctx.settings.broadcast_max_rows
@@ -78,9 +81,15 @@ def output_tables(
         decide_deduplicated(ctx.facts, ctx.settings, counts["removed"], here, located, words_fit)
     )
     removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(DOC_ID)
+    name = ctx.config.duplicates_column
     if choice.where == "spark_bitmap":
         assert addressed is not None  # the plan's condition
-        return clusters, addressed.rows_without(removed), clusters_here
+        standing = duplicate_counts(members)  # at most one row per removed document
+        return clusters, addressed.rows_without(removed, standing, name), clusters_here
+    if name:  # the removed documents and the counts in one join (each at most `removed` rows)
+        small = counts["removed"] <= limit
+        kept = df.transform(kept_with_duplicates(members, ctx.config.id_col, name, small))
+        return clusters, kept, clusters_here
     removed_ids = removed.select(F.col(DOC_ID).alias(ctx.config.id_col))
     anti = maybe_broadcast(removed_ids, counts["removed"], limit)
     return clusters, df.join(anti, ctx.config.id_col, "left_anti"), clusters_here
@@ -108,13 +117,16 @@ def write_outputs(
 
     def write_deduplicated() -> None:
         name = "deduplicated"
+        column = ctx.config.duplicates_column
         if where == "driver_copy":
             assert found.clusters_table is not None  # the plan's condition
-            copy = rows_copy(ctx.facts, deduplicated.schema)
-            copy_here(copy, ctx.config.id_col, removed_ids(found.clusters_table), staged, name)
+            copy = rows_copy(ctx.facts, deduplicated.schema, column)
+            table = found.clusters_table
+            standing = duplicate_counts_here(table.column(CLUSTER_ID).filter(removed_mask(table)))
+            copy_here(copy, ctx.config.id_col, removed_ids(table), staged, name, standing)
         elif where == "task_copy":
             assert found.removed_rows is not None  # the plan's condition
-            copy = rows_copy(ctx.facts, deduplicated.schema)
+            copy = rows_copy(ctx.facts, deduplicated.schema, column)
             copy_in_tasks(found.removed_rows, copy, staged, name)
         else:
             deduplicated.write.mode("overwrite").parquet(staged.child(name))
@@ -136,10 +148,14 @@ def write_outputs(
     run_together(ctx.spark, [*pending, write_deduplicated, write_clusters])
 
 
+def removed_mask(clusters: pa.Table) -> pa.ChunkedArray:
+    """Which rows of a ``clusters/`` table it does not keep (not representatives)."""
+    return pc.invert(clusters.column(IS_REPRESENTATIVE))
+
+
 def removed_ids(clusters: pa.Table) -> pa.Array:
     """The ids of the documents a ``clusters/`` table does not keep (not representatives)."""
-    removed = clusters.filter(pc.invert(clusters.column(IS_REPRESENTATIVE)))
-    return removed.column(DOC_ID).combine_chunks()
+    return clusters.column(DOC_ID).filter(removed_mask(clusters)).combine_chunks()
 
 
 def write_table_here(staged: OutputDir, name: str, table: pa.Table) -> None:

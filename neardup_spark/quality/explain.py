@@ -65,7 +65,7 @@ VERDICT_NEITHER = "not a candidate"
 VERDICT_DIFFERENT = "not exact copies"
 
 
-def _typed_id(value: Any, type_: pa.DataType, id_col: str) -> Any:
+def typed_id(value: Any, type_: pa.DataType, id_col: str) -> Any:
     """``value`` (often a command-line string) as a Python value of the id column's type."""
     if pa.types.is_integer(type_):
         if isinstance(value, bool):
@@ -107,7 +107,7 @@ def read_pair(
                 f"{', '.join(names)}. Choose it with --{role}-col."
             )
     id_type = dataset.schema.field(id_col).type
-    a, b = _typed_id(id_a, id_type, id_col), _typed_id(id_b, id_type, id_col)
+    a, b = typed_id(id_a, id_type, id_col), typed_id(id_b, id_type, id_col)
     table = dataset.to_table(
         columns=[id_col, text_col],
         filter=ds.field(id_col).isin(pa.array([a, b], type=id_type)),

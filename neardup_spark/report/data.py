@@ -73,6 +73,7 @@ COUNT_EXPLANATIONS = {
     "bucket_comparisons_skipped": "anchored rule: those comparisons skipped over bucket_kept_max",
     "verified_pairs": "rows of pairs/: exact copies plus verified near pairs",
     "removed": "documents dropped from deduplicated/ (not their cluster's representative)",
+    "removed_by_components": "documents the components rule would remove over the same pairs",
     "clusters": "groups of documents after dedupe, singletons included (= rows kept)",
 }
 
@@ -100,8 +101,10 @@ def report_data(
     (SimHash: blocks, tables, bit layout) or None, ``estimates`` (MinHash: ``jaccard`` and
     ``estimate`` of verified pairs, sampled to at most :data:`MAX_SCATTER_POINTS`) or None,
     ``top_clusters`` (largest first: ``cluster_id``, ``size``, ``members``), ``corpus``
-    (where the texts came from, or why they are missing) and ``boilerplate`` (report.json's,
-    with ``--strip-boilerplate``; else None).
+    (where the texts came from, or why they are missing), ``boilerplate`` (report.json's,
+    with ``--strip-boilerplate``; else None) and ``removals`` (report.json's: removed and
+    removed by the components rule, the largest clusters, the removed documents' similarity to
+    their kept ones; None when the run did not record it).
 
     ``input_path`` overrides the corpus recorded in ``report.json`` (e.g. when the run was
     started from another directory).
@@ -111,6 +114,7 @@ def report_data(
     method = run_method(report)
     data = run_section(report, output)
     data["boilerplate"] = report.get("boilerplate")
+    data["removals"] = report.get("removals")  # None from a run of an earlier version
 
     n_docs, removed = read_removed_rows(output)
     distribution, big = cluster_size_distribution(n_docs, removed)

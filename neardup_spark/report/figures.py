@@ -52,6 +52,28 @@ def plot_similarity_histogram(ax: Axes, hist: dict[str, Any]) -> None:
         ax.legend(loc="upper left", fontsize=8)
 
 
+def plot_removal_similarity(ax: Axes, similarity: dict[str, Any]) -> None:
+    """The removed documents counted by their similarity to their kept document."""
+    edges = np.asarray(similarity["edges"])
+    counts = np.asarray(similarity["counts"], dtype=np.float64)
+    ax.bar(
+        edges[:-1],
+        counts,
+        width=np.diff(edges),
+        align="edge",
+        color="#ff7f0e",
+        edgecolor="white",
+        linewidth=0.3,
+        label=f"removed documents ({int(counts.sum()):,})",
+    )
+    ax.axvline(similarity["threshold"], color="#d62728", linestyle="--", label="threshold")
+    ax.set_xlim(edges[0], edges[-1])
+    ax.set_xlabel("similarity to the kept document")
+    ax.set_ylabel("removed documents")
+    ax.set_title("Removed documents against their kept ones")
+    ax.legend(loc="upper left", fontsize=8)
+
+
 def plot_cluster_sizes(ax: Axes, sizes: dict[str, Any]) -> None:
     """Number of clusters of each size, log scale."""
     x = np.asarray(sizes["sizes"], dtype=np.int64)
@@ -138,12 +160,16 @@ def _png(
 
 
 def figure_pngs(data: dict[str, Any]) -> dict[str, bytes]:
-    """PNG bytes of each figure the run has: ``similarities``, ``cluster_sizes``, and for
-    MinHash runs ``banding`` and ``estimates``."""
+    """PNG bytes of each figure the run has: ``similarities``, ``cluster_sizes``, ``removals``
+    (the anchored rule's removed documents by similarity), and for MinHash runs ``banding`` and
+    ``estimates``."""
     out = {
         "similarities": _png(plot_similarity_histogram, data["similarity_histogram"]),
         "cluster_sizes": _png(plot_cluster_sizes, data["cluster_sizes"]),
     }
+    similarity = (data.get("removals") or {}).get("similarity")
+    if similarity:
+        out["removals"] = _png(plot_removal_similarity, similarity)
     if data.get("banding"):
         out["banding"] = _png(plot_candidate_curve, data["banding"])
     if data.get("estimates") and data["estimates"]["jaccard"]:

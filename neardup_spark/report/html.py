@@ -164,6 +164,46 @@ def _cluster_sizes_html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
     )
 
 
+def _removals_html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
+    removals = data.get("removals")
+    if not removals:
+        return ""
+    rule, removed = removals["cluster_rule"], removals["removed"]
+    by_components = removals["removed_by_components"]
+    rows = "".join(
+        f"<tr><td>{_e(c['cluster_id'])}</td><td class='num'>{c['size']:,}</td></tr>"
+        for c in removals["largest_clusters"]
+    )
+    similarity = removals.get("similarity")
+    if similarity:
+        edges = similarity["edges"]
+        bins = "".join(
+            f"<tr><td>{lo:.2f} - {hi:.2f}</td><td class='num'>{n:,}</td></tr>"
+            for lo, hi, n in zip(edges[:-1], edges[1:], similarity["counts"], strict=True)
+        )
+        png = pngs.get("removals")
+        figure = _img(png, "similarity of removed documents") if png else ""
+        measured = (
+            f"{figure}<table id='removal-similarity'><tr><th>similarity to the kept document</th>"
+            f"<th>removed documents</th></tr>{bins}</table>"
+        )
+    else:
+        measured = (
+            '<p class="explain">Under the components rule a removed document need not have a '
+            "verified pair with its kept one: no similarity is recorded for it.</p>"
+        )
+    return (
+        '<section id="removals"><h2>What was removed</h2>'
+        f"<table id='removed'><tr><th>cluster rule</th><td>{_e(rule)}</td></tr>"
+        f"<tr><th>removed</th><td class='num'>{removed:,}</td></tr>"
+        f"<tr><th>removed by the components rule (same pairs)</th>"
+        f"<td class='num'>{by_components:,}</td></tr></table>"
+        f"{measured}"
+        "<table id='largest-clusters'><tr><th>largest clusters: kept document</th>"
+        f"<th>documents</th></tr>{rows}</table></section>"
+    )
+
+
 def _banding_html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
     if data.get("banding"):
         b = data["banding"]
@@ -319,6 +359,7 @@ def render_html(data: dict[str, Any], pngs: dict[str, bytes] | None = None) -> s
         + _stages_html(data)
         + _similarities_html(data, pngs)
         + _cluster_sizes_html(data, pngs)
+        + _removals_html(data, pngs)
         + _banding_html(data, pngs)
         + _estimates_html(data, pngs)
         + _clusters_html(data)

@@ -17,6 +17,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from neardup_spark.batch.row_copies import DUPLICATES
 from neardup_spark.columns import DOC_ID
 from neardup_spark.stages.names import column
 
@@ -24,6 +25,7 @@ FILE_PATH = "_neardup_file"
 ROW_INDEX = "_neardup_row"
 WORD = "_neardup_word"
 BITS = "_neardup_bits"
+VALUES = "_neardup_values"
 WORD_ROWS = 64  # rows per bitmap word (a Spark long)
 _WORD_SHIFT = 6
 # PySpark 4 logs every analysis error of a DataFrame call, caught or not, as an ERROR holding
@@ -83,6 +85,47 @@ def address_words(addressed: DataFrame, id_col: str) -> Callable[[DataFrame], Da
         return located.groupBy(
             FILE_PATH, F.shiftright(F.col(ROW_INDEX), _WORD_SHIFT).alias(WORD)
         ).agg(F.bit_or(bit).alias(BITS))
+
+    return transform
+
+
+def address_values(addressed: DataFrame, id_col: str) -> Callable[[DataFrame], DataFrame]:
+    """Document ids with a value -> the values by the words of their addresses, for
+    ``df.transform``: the bitmap words' layout (:func:`address_words`) carrying a number per
+    member instead of a bit.
+
+    Input columns: ``doc_id`` (each id once), ``_neardup_duplicates`` (long); ``addressed``:
+    ``id_col`` and the address columns. Output columns: ``_neardup_file``, ``_neardup_word``,
+    ``_neardup_values`` (map: row % 64 -> value), one row per word holding a member.
+    """
+
+    def transform(ids: DataFrame) -> DataFrame:
+        addresses = addressed.select(column(id_col).alias(DOC_ID), FILE_PATH, ROW_INDEX)
+        located = ids.join(addresses, DOC_ID)
+        offset = (F.col(ROW_INDEX) % WORD_ROWS).cast("int")
+        entry = F.struct(offset.alias("offset"), F.col(DUPLICATES).alias("value"))
+        return located.groupBy(
+            FILE_PATH, F.shiftright(F.col(ROW_INDEX), _WORD_SHIFT).alias(WORD)
+        ).agg(F.map_from_entries(F.collect_list(entry)).alias(VALUES))
+
+    return transform
+
+
+def with_word_values(words: DataFrame, name: str) -> Callable[[DataFrame], DataFrame]:
+    """Addressed rows -> the same with a column ``name``: the value ``words`` (from
+    :func:`address_values`, broadcast to them) holds at the row's address, else 0.
+
+    Input columns: any, with the address columns of :func:`with_addresses`. Output columns: the
+    same, then ``name`` (long, never null).
+    """
+
+    def transform(addressed: DataFrame) -> DataFrame:
+        columns = [column(c) for c in addressed.columns]
+        keyed = addressed.withColumn(WORD, F.shiftright(F.col(ROW_INDEX), _WORD_SHIFT))
+        joined = keyed.join(F.broadcast(words), [FILE_PATH, WORD], "left")
+        offset = (F.col(ROW_INDEX) % WORD_ROWS).cast("int")
+        value = F.coalesce(F.element_at(F.col(VALUES), offset), F.lit(0).cast("long"))
+        return joined.select(*columns, value.alias(name))
 
     return transform
 

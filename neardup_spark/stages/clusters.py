@@ -9,6 +9,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from neardup_spark.batch.row_copies import DUPLICATES
 from neardup_spark.columns import (
     CLUSTER_ID,
     COMPONENT,
@@ -25,6 +26,7 @@ from neardup_spark.columns import (
 )
 from neardup_spark.stages.names import column
 
+_COUNTED = "_neardup_counted"  # the counted kept document's id, beside the input's
 PAIRS_COLUMNS = (DOC_A, DOC_B, METHOD, SIMILARITY, JACCARD, ESTIMATE, HAMMING)
 
 
@@ -112,6 +114,68 @@ def cluster_table(members: DataFrame) -> Callable[[DataFrame], DataFrame]:
             (F.col(DOC_ID) == cluster).alias(IS_REPRESENTATIVE),
             *measure,
         )
+
+    return transform
+
+
+def duplicate_counts(members: DataFrame) -> DataFrame:
+    """Members -> each kept document's count of removed documents (``deduplicated/``'s
+    duplicates column; kept documents standing for none are absent).
+
+    Input columns: ``doc_id``, ``cluster_id`` (the members of non-trivial clusters, or every
+    document). Output columns: ``doc_id`` (the kept document), ``_neardup_duplicates`` (long).
+    """
+    removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID))
+    return removed.groupBy(F.col(CLUSTER_ID).alias(DOC_ID)).agg(F.count(F.lit(1)).alias(DUPLICATES))
+
+
+def with_duplicates(
+    counts: DataFrame, id_col: str, name: str, broadcast: bool
+) -> Callable[[DataFrame], DataFrame]:
+    """Input rows -> the same with a last column ``name``: the count :func:`duplicate_counts`
+    gives the row's ``id_col`` (0 where it gives none; ``counts`` broadcast to the rows when
+    ``broadcast``). The rows as they are when ``name`` is "" (no duplicates column).
+
+    Input columns: any, with ``id_col``. Output columns: the same, then ``name`` (long, never
+    null).
+    """
+
+    def transform(rows: DataFrame) -> DataFrame:
+        if not name:
+            return rows
+        keyed = counts.select(F.col(DOC_ID).alias(_COUNTED), DUPLICATES)
+        small = F.broadcast(keyed) if broadcast else keyed
+        joined = rows.join(small, column(id_col) == F.col(_COUNTED), "left")
+        value = F.coalesce(F.col(DUPLICATES), F.lit(0).cast("long"))
+        return joined.select(*(column(c) for c in rows.columns), value.alias(name))
+
+    return transform
+
+
+def kept_with_duplicates(
+    members: DataFrame, id_col: str, name: str, broadcast: bool
+) -> Callable[[DataFrame], DataFrame]:
+    """Input rows -> those of the documents ``members`` keeps, with a last column ``name``: how
+    many removed documents each stands for (0 where none). One join of the rows with the
+    removed documents and the counts together (``broadcast``: they are small enough), where an
+    anti-join and then :func:`with_duplicates` would shuffle rows too large to broadcast to
+    twice.
+
+    Input columns: any, with ``id_col``; ``members``: ``doc_id``, ``cluster_id``. Output
+    columns: the same, then ``name`` (long, never null).
+    """
+
+    def transform(rows: DataFrame) -> DataFrame:
+        removed = members.where(F.col(DOC_ID) != F.col(CLUSTER_ID)).select(
+            F.col(DOC_ID).alias(_COUNTED), F.lit(None).cast("long").alias(DUPLICATES)
+        )
+        counts = duplicate_counts(members).select(F.col(DOC_ID).alias(_COUNTED), DUPLICATES)
+        marks = removed.unionByName(counts)  # an id is removed (null count) or kept, not both
+        small = F.broadcast(marks) if broadcast else marks
+        joined = rows.join(small, column(id_col) == F.col(_COUNTED), "left")
+        kept = joined.where(F.col(_COUNTED).isNull() | F.col(DUPLICATES).isNotNull())
+        value = F.coalesce(F.col(DUPLICATES), F.lit(0).cast("long"))
+        return kept.select(*(column(c) for c in rows.columns), value.alias(name))
 
     return transform
 

@@ -317,9 +317,10 @@ def test_odd_column_names_over_connect(server, cli, tmp_path, capsys):
     done = remote(server, "dedupe", str(corpus), str(connect), *options)
     assert done.returncode == 0, done.stderr[-3000:]
     assert_same_outputs(classic, connect, ("clusters", "pairs", "deduplicated"))
-    assert pq.read_schema(next((connect / "deduplicated").glob("*.parquet"))).names == (
-        table.column_names
-    )
+    assert pq.read_schema(next((connect / "deduplicated").glob("*.parquet"))).names == [
+        *table.column_names,
+        "duplicates",
+    ]
     missing = ["dedupe", str(corpus), str(tmp_path / "out"), *options, "--prefer", "a[1]"]
     capsys.readouterr()
     assert cli(missing) == 2

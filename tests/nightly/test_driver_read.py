@@ -5,6 +5,7 @@ driver."""
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 from pathlib import Path
@@ -88,7 +89,12 @@ def test_the_report_names_what_ran_in_this_process(nights):
         ours = pq.read_table(root / f"out-driver-{number}" / "deduplicated")
         theirs = pq.read_table(root / f"out-spark-{number}" / "deduplicated")
         source = pq.read_schema(root / f"in{number}" / "part-0.parquet")
-        assert ours.schema.remove_metadata().equals(source.remove_metadata())
+        duplicates = pa.field("duplicates", pa.int64(), nullable=False)
+        assert ours.schema.remove_metadata().equals(source.remove_metadata().append(duplicates))
+        # the night's documents removed in the kept one's favour
+        clusters = read(root / f"out-driver-{number}" / "clusters")
+        sizes = collections.Counter(clusters["cluster_id"].to_pylist())
+        assert ours["duplicates"].to_pylist() == [sizes[d] - 1 for d in ours["id"].to_pylist()]
         counts = reports["spark", number]["counts"]
         assert ours.num_rows == theirs.num_rows == counts["deduplicated"]
 

@@ -9,6 +9,7 @@ re-run (idempotency), and a run is killed mid-write (crash).
 
 from __future__ import annotations
 
+import collections
 import json
 import shutil
 import signal
@@ -195,7 +196,11 @@ def test_output_contract_of_a_batch(spark, history):
         d for d, c in assignment(out / "clusters").items() if c == d and c not in day1_clusters
     }
     assert kept == expected
-    assert read(out / "deduplicated").column_names == ["id", "text"]
+    assert read(out / "deduplicated").column_names == ["id", "text", "duplicates"]
+    sizes = collections.Counter(assignment(out / "clusters").values())  # the night's documents
+    rows = read(out / "deduplicated").to_pylist()
+    dups = {row["id"]: row["duplicates"] for row in rows}
+    assert dups == {d: sizes[d] - 1 for d in kept}
     assert report["counts"]["deduplicated"] == len(kept)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["run_id"] == report["run_id"] and manifest["batch"] == 2

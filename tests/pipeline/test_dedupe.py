@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import time
@@ -93,8 +94,12 @@ def test_output_contract(finished_run, corpus):
         "hamming",
     ]
     dedup = read(out / "deduplicated")
-    assert dedup.column_names == table.column_names
+    assert dedup.column_names == [*table.column_names, "duplicates"]
     assert sorted(dedup.column("id").to_pylist()) == sorted(reps)
+    members = collections.Counter(of.values())  # each kept document's cluster size
+    assert dedup.column("duplicates").to_pylist() == [
+        members[d] - 1 for d in dedup.column("id").to_pylist()
+    ]
     saved = json.loads((out / "report.json").read_text())
     assert saved["counts"] == report["counts"]
     assert saved["counts"]["input_rows"] == table.num_rows

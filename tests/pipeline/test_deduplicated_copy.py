@@ -125,7 +125,7 @@ def test_a_copy_by_tasks_refuses_a_changed_input(spark, tmp_path):
     """A file rewritten between the run's read and its copy (ids moved): an error, not rows
     dropped at the wrong places."""
     from neardup_spark.batch.addressed_texts import FILE_NO, ROW_INDEX
-    from neardup_spark.batch.row_copies import TASK, FileCopies, copy_files_fn
+    from neardup_spark.batch.row_copies import DUPLICATES, TASK, FileCopies, copy_files_fn
 
     table = typed_table(40)
     pq.write_table(table, tmp_path / "a.parquet", row_group_size=10)
@@ -138,6 +138,7 @@ def test_a_copy_by_tasks_refuses_a_changed_input(spark, tmp_path):
             FILE_NO: pa.array([-1, 0, 0], pa.int32()),
             ROW_INDEX: pa.array([-1, 13, 3], pa.int64()),
             "doc_id": pa.array([None, 13 * 7, 3 * 7], pa.int64()),
+            DUPLICATES: pa.nulls(3, pa.int64()),
         }
     )
     (summary,) = copy_files_fn(copies)([rows])
