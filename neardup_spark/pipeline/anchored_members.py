@@ -25,7 +25,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
 from neardup_spark.batch.anchored import (
     CONTENT,
@@ -76,12 +76,18 @@ def key_table(ctx: RunContext, features: DataFrame, ranking: Ranking | None) -> 
     return None
 
 
-def members_here(
+def anchored_here(
     ctx: RunContext, rows: pa.Table, features: DataFrame, ranking: Ranking | None
 ) -> tuple[pa.Table, pa.Table]:
     """The ``driver`` implementation: the rule over the pairs found in this process (``rows``,
     the ``pairs/`` rows); the keys of their documents (``--prefer``, the longest text) fetched
-    in one Spark job."""
+    in one Spark job. No pairs: no members (their ends' columns may be of the null type)."""
+    if not rows.num_rows:
+        nothing = pa.array([], to_arrow_type(features.schema[DOC_ID].dataType))
+        ctx.counts["removed_by_components"] = 0
+        similarity = pa.array([], pa.float64())
+        members = pa.table({DOC_ID: nothing, CLUSTER_ID: nothing, SIMILARITY: similarity})
+        return members, rows.select([DOC_A, DOC_B, *EDGE_VALUES])
     docs = graph_documents(rows)
     keys = keep_keys(ctx, ranking)
     table = key_table(ctx, features, ranking)
@@ -213,9 +219,10 @@ def anchored_step(
         assert driver is not None  # the plan's condition
         # (SimHash's similarity is Spark's cosine: the rows as Spark computed them)
         rows = driver.pair_rows if driver.pair_rows is not None else to_arrow(pairs)
-        members, added = members_here(ctx, rows, features, ranking)
+        members, added = anchored_here(ctx, rows, features, ranking)
         driver.members, driver.added = members, added
         ctx.counts["removed"] = removed_of(members)
+        ctx.counts["justifying_pairs"] = added.num_rows
         return from_arrow_batches(ctx.spark, members), 0, added
     edges = pairs.select(DOC_A, DOC_B)
     labels, rounds = connected_components(edges, ctx.checkpoint, where == "single_task")
@@ -224,9 +231,12 @@ def anchored_step(
     ctx.counts["removed_by_components"] = int(sizes[0] - sizes[1]) if sizes else 0
     rows = members_in_tasks(ctx, pairs, labels, features, ranking)
     removed = F.sum(((F.col(KIND) == 0) & (F.col(DOC_ID) != F.col(CLUSTER_ID))).cast("long"))
-    kept, counted = ctx.results.keep("components", rows, {"removed": removed}, MEMORY)
+    justifying = F.sum((F.col(KIND) == 1).cast("long"))
+    aggregates = {"removed": removed, "justifying_pairs": justifying}
+    kept, counted = ctx.results.keep("components", rows, aggregates, MEMORY)
     labels.unpersist()
     ctx.counts["removed"] = counted["removed"]
+    ctx.counts["justifying_pairs"] = counted["justifying_pairs"]
     members, added = split_rows(kept, pairs)
     return members, rounds, added
 

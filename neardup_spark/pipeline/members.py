@@ -160,6 +160,8 @@ def cluster_members(
                 ctx, choice.where, pairs, features, ranking, driver
             )
             removed = ctx.counts["removed"]
+            # pairs/ holds the rows justifying removals too: verified_pairs counts its rows
+            counts["verified_pairs"] += counts["justifying_pairs"]
         elif choice.where == DRIVER and smallest_id_members(ctx, ranking):
             assert driver is not None  # the plan's condition
             driver.members, removed = driver_members(driver.edges)
@@ -213,5 +215,13 @@ def spark_members(
 def finish_components(ctx: RunContext, components: dict[str, Any]) -> None:
     """Mark the components stage finished (once ``pairs/``, staged alongside it, is written)."""
     if "components" not in ctx.results.resumed:
-        marker = {"removed": ctx.counts["removed"], "clusters": ctx.counts["clusters"]}
+        # (the last three: the anchored rule's only)
+        kept = (
+            "removed",
+            "clusters",
+            "removed_by_components",
+            "justifying_pairs",
+            "verified_pairs",
+        )
+        marker = {name: ctx.counts[name] for name in kept if name in ctx.counts}
         ctx.results.finish("components", {"counts": marker, **components, "staged": ["pairs"]})

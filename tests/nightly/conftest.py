@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from neardup_spark.config import build_config
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.pipeline.dedupe import run
 from neardup_spark.quality.generate import generate_corpus
@@ -23,6 +22,7 @@ from tests.nightly.history import (
     DRIVER_PATH,
     KILL_TEST,
     KilledRun,
+    config_of,
     index_assignment,
     rows_table,
 )
@@ -43,7 +43,7 @@ def history(spark, tmp_path_factory, request):
     for name, part in parts.items():
         (root / name).mkdir()
         pq.write_table(part, root / name / "part-0.parquet")
-    config = build_config()
+    config = config_of()
     index = root / "index"
     killed = None
     if any(item.originalname == KILL_TEST for item in request.session.items):

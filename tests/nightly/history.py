@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from neardup_spark.config import DedupeConfig, build_config
 from neardup_spark.nightly.docs import latest_rows
 from neardup_spark.nightly.store import Index
 from neardup_spark.runtime.faults import PAUSE_AT_ENV, PAUSE_MARKER_ENV
@@ -24,6 +25,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 BUCKETS = 4
+# The nights of these tests keep the components rule (merges, splits, stable ids); the anchored
+# rule's nights are tests/nightly/test_anchored_nights.py's.
+COMPONENTS = {"cluster_rule": "components"}
+
+
+def config_of(options: dict | None = None, overrides: list[str] | None = None) -> DedupeConfig:
+    """The config of these nights: the components rule, and ``options``/``overrides``."""
+    return build_config(overrides=overrides, options={**COMPONENTS, **(options or {})})
 
 
 def read(path: Path | str) -> pa.Table:
@@ -143,6 +152,7 @@ import sys, time
 from pathlib import Path
 from pyspark.sql import SparkSession
 from neardup_spark.config import build_config
+COMPONENTS = {"cluster_rule": "components"}
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.io.corpus import read_corpus
 batch, out, index, go = sys.argv[1:5]
@@ -156,7 +166,7 @@ spark = (
 read_corpus(spark, batch)
 while not Path(go).exists():
     time.sleep(0.05)
-run_incremental(spark, batch, out, index, build_config(), overwrite=True)
+run_incremental(spark, batch, out, index, build_config(options=COMPONENTS), overwrite=True)
 """
 
 

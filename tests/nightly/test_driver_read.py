@@ -15,7 +15,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
 from neardup_spark.nightly.content_files import KEYS_SUFFIX, read_keys
 from neardup_spark.nightly.contents import probe_in_process, probe_index
@@ -23,7 +22,7 @@ from neardup_spark.nightly.run import run_incremental
 from neardup_spark.nightly.store import Index
 from neardup_spark.quality.generate import generate_corpus
 from neardup_spark.runtime.spark_compat import to_arrow
-from tests.nightly.history import canonical, index_assignment, read
+from tests.nightly.history import canonical, config_of, index_assignment, read
 from tests.odd_texts import ODD_ROWS, WORDS, assert_odd_counts, odd_rows_table
 from tests.plans import placed, planned, ran
 
@@ -53,7 +52,7 @@ def nights(spark, tmp_path_factory):
                 str(root / f"in{number}"),
                 str(root / f"out-{way}-{number}"),
                 str(root / f"index-{way}"),
-                build_config(),
+                config_of(),
                 execution=execution,
             )
             ran(reports[way, number], **execution.plan)
@@ -133,7 +132,7 @@ def test_bad_ids_in_a_night_are_refused_alike(spark, tmp_path, caplog, execution
             str(tmp_path / "in"),
             str(tmp_path / "out"),
             str(tmp_path / "index"),
-            build_config(),
+            config_of(),
             execution=execution,
         )
     assert str(caught.value) == message
@@ -146,7 +145,11 @@ def test_a_json_lines_night_takes_spark_tasks(spark, tmp_path):
     rows = [{"id": f"d{i}", "text": f"{WORDS} {i % 3}"} for i in range(6)]
     (tmp_path / "in" / "part-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     report = run_incremental(
-        spark, str(tmp_path / "in"), str(tmp_path / "out"), str(tmp_path / "index"), build_config()
+        spark,
+        str(tmp_path / "in"),
+        str(tmp_path / "out"),
+        str(tmp_path / "index"),
+        config_of(),
     )
     assert "sketch" not in report["stages_on_driver"]
     assert report["plan"]["sketch"] == {"where": "spark", "why": "not local Parquet files"}
@@ -167,7 +170,7 @@ def test_a_night_given_to_spark_takes_sparks_pass(spark, tmp_path):
     that pass stashes), and the pass given to the driver with it is refused."""
     batch = small_batch(tmp_path / "in")
     report = run_incremental(
-        spark, str(batch), str(tmp_path / "out"), str(tmp_path / "index"), build_config(),
+        spark, str(batch), str(tmp_path / "out"), str(tmp_path / "index"), config_of(),
         execution=placed(night="spark"),
     )  # fmt: skip
     ran(report, sketch="spark", night="spark")
@@ -175,7 +178,7 @@ def test_a_night_given_to_spark_takes_sparks_pass(spark, tmp_path):
     assert report["counts"]["input_rows"] == 12 and report["counts"]["exact_copies"] == 8
     with pytest.raises(UserError, match="plan: sketch=driver is not possible for this run"):
         run_incremental(
-            spark, str(batch), str(tmp_path / "out2"), str(tmp_path / "index2"), build_config(),
+            spark, str(batch), str(tmp_path / "out2"), str(tmp_path / "index2"), config_of(),
             execution=placed(sketch="driver", night="spark"),
         )  # fmt: skip
     assert not (tmp_path / "index2" / "CURRENT").exists()
@@ -187,12 +190,22 @@ def test_a_first_night_reads_no_index_table(spark, tmp_path):
     batch, index = small_batch(tmp_path / "in"), tmp_path / "index"
     given = placed(sketch="driver", night="driver", docs_scan="driver", pairs_scan="driver")
     first = run_incremental(
-        spark, str(batch), str(tmp_path / "out1"), str(index), build_config(), execution=given
+        spark,
+        str(batch),
+        str(tmp_path / "out1"),
+        str(index),
+        config_of(),
+        execution=given,
     )
     ran(first, sketch="driver", night="driver")
     assert "docs_scan" not in first["plan"] and "pairs_scan" not in first["plan"]
     again = small_batch(tmp_path / "in2")
     second = run_incremental(
-        spark, str(again), str(tmp_path / "out2"), str(index), build_config(), execution=given
+        spark,
+        str(again),
+        str(tmp_path / "out2"),
+        str(index),
+        config_of(),
+        execution=given,
     )
     ran(second, docs_scan="driver")

@@ -17,7 +17,6 @@ import pyarrow as pa
 import pytest
 
 from neardup_spark.cli.app import main, run_command
-from neardup_spark.config import build_config
 from neardup_spark.errors import EXIT_FAILURE, IndexDamaged, index_damage_in
 from neardup_spark.kernels.exact_fingerprint import exact_fingerprints
 from neardup_spark.nightly.content_files import (
@@ -29,7 +28,7 @@ from neardup_spark.nightly.content_files import (
 )
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.nightly.store import CURRENT_FILE
-from tests.nightly.history import SPARK_PATH, tree_state
+from tests.nightly.history import SPARK_PATH, config_of, tree_state
 from tests.plans import planned
 
 
@@ -134,7 +133,11 @@ def test_a_night_on_a_damaged_index_changes_nothing(spark, history, tmp_path, da
     before = tree_state(index)
     with pytest.raises(IndexDamaged, match=r"is damaged: .*segments/"):
         run_incremental(
-            spark, str(history["root"] / "day3"), str(tmp_path / "out"), str(index), build_config()
+            spark,
+            str(history["root"] / "day3"),
+            str(tmp_path / "out"),
+            str(index),
+            config_of(),
         )
     assert tree_state(index) == before
     assert not (tmp_path / "out" / "_SUCCESS").exists()
@@ -148,7 +151,7 @@ def test_a_quick_check_finds_damaged_keys_in_the_scan_on_the_executors(
     caplog.set_level(logging.INFO, logger="neardup_spark.plan")
     index = damaged_copy(history, tmp_path)
     DAMAGES["overwritten middle of keys"](index)
-    quick = build_config(options={"index_check": "quick"})
+    quick = config_of({"index_check": "quick"})
     with pytest.raises(Exception) as failed:
         run_incremental(
             spark, str(history["root"] / "day3"), str(tmp_path / "out"), str(index), quick,

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from neardup_spark.config import ExecutionSettings, build_config
+from neardup_spark.config import ExecutionSettings
 from neardup_spark.nightly import steps as nightly_steps
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.nightly.store import Index
@@ -31,6 +31,7 @@ from tests.nightly.history import (
     SPARK_SCANS,
     after,
     canonical,
+    config_of,
     index_assignment,
     read,
     rows_table,
@@ -68,7 +69,7 @@ def other_path(spark, history, tmp_path_factory):
                 str(root / day),
                 str(index.parent / f"out-{name}"),
                 str(night_index),
-                build_config(),
+                config_of(),
                 buckets=BUCKETS,
                 execution=execution,
             )
@@ -119,7 +120,7 @@ def replay(
     for day in DAYS:
         reports[day] = run_incremental(
             spark, str(days[day]), str(root / f"out-{day}"), str(index),
-            build_config(options=config), buckets=BUCKETS, execution=execution,
+            config_of(config), buckets=BUCKETS, execution=execution,
         )  # fmt: skip
         assignments[day] = index_assignment(spark, index)
         contents[day] = index_contents(spark, index)

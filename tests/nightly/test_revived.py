@@ -6,9 +6,15 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from neardup_spark.config import build_config
 from neardup_spark.nightly.run import run_incremental
-from tests.nightly.history import DRIVER_PATH, SPARK_IDS, SPARK_PATH, assignment, rows_table
+from tests.nightly.history import (
+    DRIVER_PATH,
+    SPARK_IDS,
+    SPARK_PATH,
+    assignment,
+    config_of,
+    rows_table,
+)
 from tests.plans import ran
 
 WORDS = [f"w{i}" for i in range(60)]
@@ -31,7 +37,7 @@ def test_two_revived_near_duplicate_contents_are_one_cluster(
         contents are known to the index, so no candidate pair is made between them and no indexed
         cluster is touched: the stored edge must come in all the same, as a full run finds it. On
     the driver, as Spark jobs whose stable ids are found on the driver, and in Spark."""
-    config = build_config()
+    config = config_of()
     index = tmp_path / "index"
     nights = [[("1", X), ("2", Y)], [("1", P), ("2", Q)], [("3", X), ("4", Y)]]
     for number, rows in enumerate(nights, start=1):

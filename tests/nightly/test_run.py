@@ -16,7 +16,6 @@ import signal
 
 import pytest
 
-from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
 from neardup_spark.io.lease import LOCK_FILE, is_lease_entry
 from neardup_spark.io.ownership import OWNERSHIP_FILE
@@ -30,6 +29,7 @@ from tests.nightly.history import (
     after,
     assignment,
     canonical,
+    config_of,
     partition,
     read,
     tree_state,
@@ -217,7 +217,7 @@ def test_output_contract_of_a_batch(spark, history):
 
 def test_rerunning_a_committed_batch_changes_nothing(spark, history):
     root, index = history["root"], history["index"]
-    config = build_config()
+    config = config_of()
     before = tree_state(index)
     # Same output: the finished batch is kept as it is.
     again = run_incremental(spark, str(root / "day3"), str(root / "out-day3"), str(index), config)
@@ -237,15 +237,19 @@ def test_index_with_other_settings_is_refused(spark, history, tmp_path):
     root, index = history["root"], str(history["index"])
     day3, out = str(root / "day3"), str(tmp_path / "out")
     with pytest.raises(UserError, match=r"num_perm \(index 200, this run 128\)"):
-        run_incremental(spark, day3, out, index, build_config(options={"num_perm": 128}))
+        run_incremental(spark, day3, out, index, config_of({"num_perm": 128}))
     with pytest.raises(UserError, match=r"normalisation \(normalize.casefold"):
         run_incremental(
-            spark, day3, out, index, build_config(overrides=["normalize.casefold=false"])
+            spark,
+            day3,
+            out,
+            index,
+            config_of(overrides=["normalize.casefold=false"]),
         )
     with pytest.raises(UserError, match=r"banding \(bands"):
-        run_incremental(spark, day3, out, index, build_config(options={"bands": 20, "rows": 10}))
+        run_incremental(spark, day3, out, index, config_of({"bands": 20, "rows": 10}))
     with pytest.raises(UserError, match="minhash only"):
-        run_incremental(spark, day3, out, index, build_config(options={"method": "simhash"}))
+        run_incremental(spark, day3, out, index, config_of({"method": "simhash"}))
     # An index written under another shingle hash version.
     copy = tmp_path / "index"
     shutil.copytree(index, copy)
@@ -254,7 +258,7 @@ def test_index_with_other_settings_is_refused(spark, history, tmp_path):
     manifest["settings"]["shingle_hash_version"] += 1
     current.write_text(json.dumps(manifest))
     with pytest.raises(UserError, match="shingle hash version"):
-        run_incremental(spark, day3, out, str(copy), build_config())
+        run_incremental(spark, day3, out, str(copy), config_of())
     assert not (tmp_path / "out").exists()
 
 

@@ -215,13 +215,14 @@ def brute_force_jaccard(a: str | None, b: str | None, k: int) -> float | None:
 @given(texts=corpus_texts, dup_of=st.lists(st.integers(0, 13), max_size=6))
 def test_invariants_on_random_corpora(spark, texts, dup_of):
     """Every id once; every reported pair truly similar (brute force); planted copies and pairs
-    far above the threshold clustered together; clusters = components of pairs."""
+    far above the threshold clustered together; clusters = components of pairs (the
+    components rule: the anchored rule's invariants are tests/pipeline/test_anchored.py's)."""
     originals = len(texts)
     texts = texts + [texts[i % originals] for i in dup_of]
     ids = [f"d{i:03d}" for i in range(len(texts))]
     df = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
-    config = build_config(options={"threshold": 0.5, "ngram": 2})
-    result = dedupe(df, config)
+    options = {"threshold": 0.5, "ngram": 2, "cluster_rule": "components"}
+    result = dedupe(df, build_config(options=options))
     clusters = {r["doc_id"]: r["cluster_id"] for r in result.clusters.collect()}
     pairs = [r.asDict() for r in result.pairs.collect()]
     result.release()

@@ -74,7 +74,7 @@ def test_output_contract(finished_run, corpus):
     assert manifest["run_id"] == report["run_id"] and len(manifest["config_sha256"]) == 64
     assert len(manifest["input_files"]) == 2 and manifest["counts"] == report["counts"]
     clusters = read(out / "clusters")
-    assert clusters.column_names == ["doc_id", "cluster_id", "is_representative"]
+    assert clusters.column_names == ["doc_id", "cluster_id", "is_representative", "similarity"]
     ids = clusters.column("doc_id").to_pylist()
     assert sorted(ids) == sorted(table.column("id").to_pylist())  # every row exactly once
     of = dict(zip(ids, clusters.column("cluster_id").to_pylist(), strict=True))
@@ -130,25 +130,22 @@ def test_every_pair_passes_the_threshold_by_brute_force(finished_run, corpus):
         assert p["method"] in ("minhash", "exact")  # exact copies are collapsed first
 
 
-def test_clusters_are_components_of_pairs(finished_run):
-    out, _ = finished_run
+def test_every_removal_has_its_pair_with_the_kept_document(finished_run):
+    """The anchored rule's contract (the default): a removed document's pair with its kept
+    document is in pairs/, at the threshold; no pair joins two kept documents (the components
+    rule's contract: tests/pipeline/test_anchored.py)."""
+    out, report = finished_run
+    assert report["cluster_rule"] == "anchored"
     clusters = read(out / "clusters").to_pylist()
-    parent = {r["doc_id"]: r["doc_id"] for r in clusters}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for p in read(out / "pairs").to_pylist():
-        parent[find(p["doc_a"])] = find(p["doc_b"])
-    by_component: dict[str, set[str]] = {}
-    by_cluster: dict[str, set[str]] = {}
-    for r in clusters:
-        by_component.setdefault(find(r["doc_id"]), set()).add(r["doc_id"])
-        by_cluster.setdefault(r["cluster_id"], set()).add(r["doc_id"])
-    assert sorted(map(sorted, by_component.values())) == sorted(map(sorted, by_cluster.values()))
+    pairs = {(p["doc_a"], p["doc_b"]): p for p in read(out / "pairs").to_pylist()}
+    kept = {r["doc_id"] for r in clusters if r["is_representative"]}
+    removed = [r for r in clusters if not r["is_representative"]]
+    assert removed
+    for r in removed:
+        doc, own = r["doc_id"], r["cluster_id"]
+        pair = pairs[min(doc, own), max(doc, own)]
+        assert pair["similarity"] >= 0.8 and r["similarity"] == pytest.approx(pair["similarity"])
+    assert not [p for p in pairs if p[0] in kept and p[1] in kept]
 
 
 def test_recall_of_planted_pairs(finished_run, corpus):
