@@ -60,7 +60,7 @@ def test_gzipped_json_lines_give_the_clusters_of_their_parquet_twin(spark, twins
     assert parquet["counts"] == as_json["counts"] and parquet["counts"]["removed"] > 0
     assert as_json["input"] == str(root / "json")
     kept = ds.dataset(str(tmp_path / "j" / "deduplicated")).to_table()
-    assert set(kept.column_names) == {"id", "text", "quality"}  # outputs stay Parquet
+    assert set(kept.column_names) == {"id", "text", "quality", "duplicates"}  # Parquet still
 
 
 def test_the_format_is_told_by_the_file_names_and_globs_are_read(spark, twins):
