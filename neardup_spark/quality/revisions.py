@@ -64,7 +64,9 @@ def revision_chains(
     ids, bodies, chains = [], [], []
     for number, text in enumerate(texts):
         words = text.split()
-        if len(words) < 40:
+        if len(words) < 40 or len(text) > 15 * len(words):
+            # too short, or a script written without spaces (the job shingles it by
+            # characters, the word edits and the oracle's word shingles would not apply)
             continue
         edits = max(1, round(len(words) * EDIT_SHARE))
         for version in range(rng.randint(*versions)):
