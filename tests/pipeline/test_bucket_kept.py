@@ -156,7 +156,8 @@ def test_far_fewer_kept_pages_are_near_duplicates_than_with_the_star_alone(pages
 
 
 def test_the_components_rule_is_untouched(frame, runs):
-    result = outcome(dedupe(frame, build_config(), placed(pairs="spark")))
+    components = build_config(options={"cluster_rule": "components"})
+    result = outcome(dedupe(frame, components, placed(pairs="spark")))
     assert "bucket_comparisons" not in result["counts"]
     assert result["counts"]["candidate_pairs"] < runs["driver"]["counts"]["candidate_pairs"]
 

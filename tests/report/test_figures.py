@@ -22,13 +22,15 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 def test_one_png_per_figure_of_a_minhash_run(data):
     pngs = figure_pngs(data)
-    assert set(pngs) == {"similarities", "cluster_sizes", "banding", "estimates"}
+    # (removals: the anchored rule's, the default)
+    assert set(pngs) == {"similarities", "cluster_sizes", "banding", "estimates", "removals"}
     assert all(png.startswith(PNG_SIGNATURE) for png in pngs.values())
 
 
 def test_a_simhash_run_has_no_curve_and_no_scatter(simhash_run):
     out, _ = simhash_run
-    assert set(figure_pngs(report_data(str(out)))) == {"similarities", "cluster_sizes"}
+    expected = {"similarities", "cluster_sizes", "removals"}
+    assert set(figure_pngs(report_data(str(out)))) == expected
 
 
 def test_histogram_bars_are_the_counts(data):

@@ -21,7 +21,8 @@ def test_report_html_is_self_contained_with_every_section(minhash_run, data):
     assert "<script" not in page.lower()
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     sources = re.findall(r'src="([^"]*)"', page)
-    assert len(sources) == 4 and all(s.startswith("data:image/png;base64,") for s in sources)
+    # the figures of FAKE_PNGS's kinds and the removals' (the anchored rule's, the default)
+    assert len(sources) == 5 and all(s.startswith("data:image/png;base64,") for s in sources)
     top = data["top_clusters"][0]
     assert f"Cluster {top['cluster_id']}" in page
 

@@ -54,7 +54,15 @@ def test_report_json_records_the_removals(anchored_run):
     assert sizes == sorted(sizes, reverse=True) and len(sizes) <= 10 and sizes[0] >= 2
 
 
-def test_report_data_and_page_show_them(anchored_run, minhash_run):
+@pytest.fixture(scope="module")
+def components_run(spark, corpus, tmp_path_factory):
+    root, _ = corpus
+    out = tmp_path_factory.mktemp("report_out") / "components"
+    report = run(spark, str(root), str(out), build_config(options={"cluster_rule": "components"}))
+    return out, report
+
+
+def test_report_data_and_page_show_them(anchored_run, components_run):
     out, report = anchored_run
     data = report_data(str(out))
     assert data["removals"] == report["removals"]
@@ -67,7 +75,7 @@ def test_report_data_and_page_show_them(anchored_run, minhash_run):
     biggest = report["removals"]["largest_clusters"][0]
     assert str(biggest["cluster_id"]) in page
     # A components run: its removals without a similarity histogram, said so.
-    components = report_data(str(minhash_run[0]))
+    components = report_data(str(components_run[0]))
     assert components["removals"]["similarity"] is None
     assert "removals" not in figure_pngs(components)
     page = render_html(components)
