@@ -175,13 +175,21 @@ def anchored_partition_fn(
         docs = table.filter(pc.equal(kind, 0)).select([DOC_ID, CONTENT, *key_names])
         edges = table.filter(pc.equal(kind, 1)).select([DOC_A, DOC_B, *EDGE_VALUES])
         members, added = anchored_members(docs, edges, keys)
-        for part, number in ((members, 0), (added, 1)):
-            columns = {KIND: pa.array(np.full(part.num_rows, number, np.int8))}
-            for field in out_schema:
-                if field.name != KIND:
-                    present = field.name in part.column_names
-                    values = part.column(field.name) if present else pa.nulls(part.num_rows)
-                    columns[field.name] = values.cast(field.type)
-            yield from pa.Table.from_pydict(columns, schema=out_schema).to_batches()
+        yield from tagged_batches(((members, 0), (added, 1)), out_schema)
 
     return run
+
+
+def tagged_batches(
+    parts: Iterable[tuple[pa.Table, int]], out_schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """Tables of different columns as batches of one ``out_schema``: each row tagged with its
+    table's number in ``_kind``, the columns it lacks null (a ``mapInArrow`` has one schema)."""
+    for part, number in parts:
+        columns = {KIND: pa.array(np.full(part.num_rows, number, np.int8))}
+        for field in out_schema:
+            if field.name != KIND:
+                present = field.name in part.column_names
+                values = part.column(field.name) if present else pa.nulls(part.num_rows)
+                columns[field.name] = values.cast(field.type)
+        yield from pa.Table.from_pydict(columns, schema=out_schema).to_batches()

@@ -29,6 +29,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from neardup_spark.batch.anchored import KIND as BATCH_KIND
+from neardup_spark.batch.anchored import tagged_batches
 from neardup_spark.columns import (
     CLUSTER_ID,
     DOC_A,
@@ -236,7 +238,8 @@ def distinct_pairs(pairs: pa.Table) -> pa.Table:
     return pairs.filter(pa.array(~codes))
 
 
-KIND = "_kind"  # a row of the Spark twin: 0 a member, 1 an edge; out: 0 assigned, 1 pair, 2 changed
+# A row of the Spark twin (``_kind``): 0 a member, 1 an edge; out: 0 assigned, 1 pair, 2 changed
+KIND = BATCH_KIND
 STATS = "_stats"  # out: 3, one row per task, its counts as JSON (they add up over components)
 
 
@@ -257,19 +260,8 @@ def components_fn(
         edges = table.filter(pc.equal(kind, 1)).select([FP_A, FP_B, JACCARD, ESTIMATE])
         result = anchored_cluster_members(members, edges)
         stats = pa.table({STATS: [json.dumps(result.stats)]})
-        for part, number in (
-            (result.assigned, 0),
-            (result.pairs, 1),
-            (result.changed, 2),
-            (stats, 3),
-        ):
-            columns = {KIND: pa.array(np.full(part.num_rows, number, np.int8))}
-            for field in out_schema:
-                if field.name != KIND:
-                    present = field.name in part.column_names
-                    values = part.column(field.name) if present else pa.nulls(part.num_rows)
-                    columns[field.name] = values.cast(field.type)
-            yield from pa.Table.from_pydict(columns, schema=out_schema).to_batches()
+        parts = ((result.assigned, 0), (result.pairs, 1), (result.changed, 2), (stats, 3))
+        yield from tagged_batches(parts, out_schema)
 
     return run
 
