@@ -65,12 +65,16 @@ def full_runs(spark, corpus) -> dict[str, dict[str, str]]:
 def test_full_runs_match_the_pinned_spark(corpus, full_runs, compat_recorder):
     for method in METHODS:
         compat_recorder.check(f"full/{method}", sorted(full_runs[method].items()))
-    # Every planted pair at Jaccard >= 0.8 is in one MinHash cluster; exact finds a subset.
+    # Under the anchored rule (the default), no planted pair at Jaccard >= 0.8 keeps both of its
+    # documents, and a removed document's cluster is a kept document; exact removes a subset.
     truth = corpus["truth"].filter(pa.compute.greater_equal(corpus["truth"]["jaccard"], 0.8))
     minhash, exact = full_runs["minhash"], full_runs["exact"]
     planted = list(zip(truth["doc_a"].to_pylist(), truth["doc_b"].to_pylist(), strict=True))
-    assert planted and all(minhash[a] == minhash[b] for a, b in planted)
-    assert {(a, b) for a, b in planted if exact[a] == exact[b]} < set(planted)
+    kept = {doc for doc, cluster in minhash.items() if doc == cluster}
+    assert planted and not any(a in kept and b in kept for a, b in planted)
+    assert all(cluster in kept for cluster in minhash.values())
+    removed_by_exact = {doc for doc, cluster in exact.items() if doc != cluster}
+    assert removed_by_exact < {doc for doc in minhash if doc not in kept}
 
 
 def test_nightly_day1_day2_equals_one_full_run(spark, corpus, full_runs, compat_recorder, tmp_path):
