@@ -19,7 +19,7 @@ COMPAT_SPARK_spark4 := pyspark>=4,<5
 COMPAT_PYTHON_spark35 ?= $(firstword $(shell python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
 COMPAT_PYTHON_spark4 ?= $(firstword $(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
-.PHONY: help setup demo test test-compat wheel wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate eval-removals clean
+.PHONY: help setup demo test test-extended test-all test-compat wheel wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate eval-removals clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -55,9 +55,21 @@ demo: $(STAMP)  ## generate a 5,000-document corpus and dedupe it in local mode
 TEST_WORKERS ?= 2
 # compileall: the project's bytecode, which no process writes when PYTHONDONTWRITEBYTECODE is set
 # (as on this machine): each of the suite's ~100 processes otherwise compiles its sources (0.15 s).
+# Tests marked `extended` (a further path, size or case of a parity test that make test runs
+# once) are make test-extended's, which CI runs after make test: make test stays near 10 minutes
+# on 2 cores, every behaviour and every twin's parity in it once. make test-all runs both.
+PYTEST_SUITE = $(BIN)/python -m pytest -q --ignore=tests/compat -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
 test: $(STAMP)  ## run the test suite (real Spark in local mode)
 	$(BIN)/python -m compileall -q neardup_spark jobs tests > /dev/null
-	$(BIN)/python -m pytest -q --ignore=tests/compat -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
+	$(PYTEST_SUITE) -m "not extended"
+
+test-extended: $(STAMP)  ## the further variants of make test's parity tests (more paths, sizes, cases; CI runs them)
+	$(BIN)/python -m compileall -q neardup_spark jobs tests > /dev/null
+	$(PYTEST_SUITE) -m extended
+
+test-all: $(STAMP)  ## make test and make test-extended in one run
+	$(BIN)/python -m compileall -q neardup_spark jobs tests > /dev/null
+	$(PYTEST_SUITE)
 
 # A venv per Spark line: the newest release of the line from PyPI, the project's core dependencies
 # (pyproject.toml's) and the test runner; nothing else pinned. test-compat installs the project

@@ -70,6 +70,7 @@ def test_compare_variants_against_neardup_minhash(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_the_resume_row_kills_a_run_after_candidates_and_measures_the_rerun(spark, tmp_path):
     """The row's killed run got as far as the candidates stage (the rerun resumed its three
     stages, kept by the Spark path its ``driver_max_docs=0`` takes), and the resumed rerun's

@@ -110,6 +110,7 @@ def test_every_option_reaches_the_settings_and_the_status_is_the_exit_code(monke
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_tiny_bench_end_to_end(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NEARDUP_SPARK_JVM_ARCHIVE", "off")  # building one: test_jvm_archive.py
     workdir = tmp_path / "bench"
@@ -136,6 +137,7 @@ def test_tiny_bench_end_to_end(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_nightly_case_end_to_end(tmp_path):
     """Index 200 documents (and a plain run over them), then 50 new ones against it (twice:
     the index restored between repeats) and a full rerun over all 250; then a series of 2

@@ -76,6 +76,7 @@ def test_summary_lines():
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_job_entry_point(corpus, tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}

@@ -114,11 +114,24 @@ def error_lines(stderr: str) -> list[str]:
 @pytest.mark.parametrize(
     ("options", "plan"),
     [
-        (("--method", "minhash", *SPARK_STAGES), {"sketch": "spark", "pairs": "spark"}),
-        (("--method", "simhash", *SPARK_STAGES), {"sketch": "spark", "pairs": "spark"}),
-        (("--strip-boilerplate", "--prefer", "quality desc"), {"sketch": "spark"}),
+        pytest.param(
+            ("--method", "minhash", *SPARK_STAGES),
+            {"sketch": "spark", "pairs": "spark"},
+            id="minhash-spark",
+        ),
+        pytest.param(
+            ("--method", "simhash", *SPARK_STAGES),
+            {"sketch": "spark", "pairs": "spark"},
+            id="simhash-spark",
+            marks=pytest.mark.extended,
+        ),
+        pytest.param(
+            ("--strip-boilerplate", "--prefer", "quality desc"),
+            {"sketch": "spark"},
+            id="strip-prefer",
+            marks=pytest.mark.extended,  # (boilerplate over Connect: the odd names' test too)
+        ),
     ],
-    ids=["minhash-spark", "simhash-spark", "strip-prefer"],
 )
 def test_dedupe_over_connect_gives_the_classic_outputs(
     server, corpus, cli, tmp_path, capsys, options, plan
@@ -220,6 +233,7 @@ def test_a_night_over_connect_gives_the_classic_index(server, cli, tmp_path, cap
             ran(report, sketch=where, night=where)
 
 
+@pytest.mark.extended
 def test_boilerplate_ingest_and_index_commands_over_connect(server, cli, tmp_path, capsys):
     """``neardup boilerplate`` and ``neardup ingest`` write the classic run's rows;
     ``neardup index info|verify|compact`` work on an index built over Connect."""

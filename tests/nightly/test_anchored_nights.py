@@ -20,7 +20,6 @@ from tests.nightly.history import (
     BUCKETS,
     DISTRIBUTED,
     DRIVER_PATH,
-    SPARK_IDS,
     assignment,
     index_assignment,
     read,
@@ -28,8 +27,10 @@ from tests.nightly.history import (
 from tests.plans import ran
 from tests.revisions import NIGHTS, revision_chains
 
-# Spark jobs for the night, its clusters by the Spark twin (SPARK_PATH collects them here).
-PATHS = {"driver": DRIVER_PATH, "spark_ids": SPARK_IDS}
+# Every step of a night on the driver; or as Spark jobs, its clusters by the Spark twin, over
+# components labelled in distributed rounds (the single task's labels: tests/nightly/test_paths.py
+# and the full runs' tests).
+PATHS = {"driver": DRIVER_PATH, "distributed": DISTRIBUTED}
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +74,9 @@ def test_nights_equal_the_full_run_in_keep_order(spark, chains, path):
     root = chains["root"]
     index, reports = nights(spark, root, path, PATHS[path])
     assert all(r["cluster_rule"] == "anchored" for r in reports)
-    if path == "spark_ids":
+    if path == "distributed":
         ran(reports[-1], night_components="spark")
+        assert reports[-1]["components"]["strategy"] == "distributed"
     full = assignment(root / "full" / "clusters")
     assert chains["full"]["cluster_rule"] == "anchored"
     removed = sum(1 for d, c in full.items() if d != c)
@@ -93,13 +95,6 @@ def test_nights_equal_the_full_run_in_keep_order(spark, chains, path):
             if doc != kept:  # justified in pairs/, at the threshold
                 assert (min(doc, kept), max(doc, kept)) in held
                 assert row["similarity"] >= 0.8
-
-
-def test_distributed_labels_give_the_same_nights(spark, chains):
-    root = chains["root"]
-    index, reports = nights(spark, root, "distributed", DISTRIBUTED)
-    ran(reports[-1], night_components="spark")
-    assert index_assignment(spark, index) == assignment(root / "full" / "clusters")
 
 
 def test_an_index_of_the_other_rule_is_refused_with_the_remedy(spark, chains, tmp_path):

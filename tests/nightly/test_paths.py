@@ -170,7 +170,13 @@ def driver_days(spark, history, other_path):
     }
 
 
-@pytest.fixture(scope="module", params=sorted(SPARK_IDS_REPLAYS))
+@pytest.fixture(
+    scope="module",
+    params=[
+        "distributed",  # (the single task's labels: the same function, tested in full runs)
+        pytest.param("single_task", marks=pytest.mark.extended),
+    ],
+)
 def spark_ids(request, spark, history, tmp_path_factory):
     root = tmp_path_factory.mktemp(f"spark-ids-{request.param}")
     days = {day: history["root"] / day for day in DAYS}

@@ -26,8 +26,11 @@ Q = " ".join(f"q{i}" for i in range(60))
 
 @pytest.mark.parametrize(
     ("execution", "components"),
-    [(DRIVER_PATH, None), (SPARK_PATH, "driver"), (SPARK_IDS, "spark")],
-    ids=["driver", "spark", "spark-ids"],
+    [
+        pytest.param(DRIVER_PATH, None, id="driver"),
+        pytest.param(SPARK_PATH, "driver", id="spark", marks=pytest.mark.extended),
+        pytest.param(SPARK_IDS, "spark", id="spark-ids"),
+    ],
 )
 def test_two_revived_near_duplicate_contents_are_one_cluster(
     spark, tmp_path, execution, components

@@ -45,7 +45,7 @@ def broadcast_run(spark, corpus, tmp_path_factory):
     return out, report
 
 
-@pytest.mark.parametrize("texts", ["addresses", "bitmap"])
+@pytest.mark.parametrize("texts", ["addresses", pytest.param("bitmap", marks=pytest.mark.extended)])
 def test_reads_at_addresses_and_bitmap_scans_give_the_broadcast_outputs(
     spark, corpus, broadcast_run, tmp_path, monkeypatch, texts
 ):

@@ -133,7 +133,12 @@ def test_text_without_spaces_uses_character_shingles(spark):
 
 
 @pytest.mark.parametrize(
-    ("method", "pairs"), [("minhash", "driver"), ("minhash", "spark"), ("simhash", "spark")]
+    ("method", "pairs"),
+    [
+        ("minhash", "driver"),
+        ("minhash", "spark"),
+        pytest.param("simhash", "spark", marks=pytest.mark.extended),
+    ],
 )
 def test_50000_identical_documents_make_one_cluster_with_linear_edges(spark, method, pairs):
     df = spark.range(50_000).selectExpr("cast(id as string) as id", "'the same page again' as text")
@@ -146,7 +151,7 @@ def test_50000_identical_documents_make_one_cluster_with_linear_edges(spark, met
     result.release()
 
 
-@pytest.mark.parametrize("pairs", ["driver", "spark"])
+@pytest.mark.parametrize("pairs", ["driver", pytest.param("spark", marks=pytest.mark.extended)])
 def test_shared_boilerplate_gives_linear_candidates_and_no_false_clusters(spark, pairs):
     boiler = words("nav", 100)
     n = 50_000
@@ -163,7 +168,7 @@ def test_shared_boilerplate_gives_linear_candidates_and_no_false_clusters(spark,
     result.release()
 
 
-@pytest.mark.parametrize("pairs", ["driver", "spark"])
+@pytest.mark.parametrize("pairs", [pytest.param("driver", marks=pytest.mark.extended), "spark"])
 def test_a_20_mb_document_is_processed_whole(spark, pairs):
     big = words("t", 2_600_000)  # about 20 MB
     assert len(big) > 20_000_000

@@ -175,6 +175,7 @@ def test_comparisons_over_the_cap_are_counted_and_logged_alike_on_both_paths(fra
     assert found["driver"]["pairs"].equals(found["spark"]["pairs"])
 
 
+@pytest.mark.extended
 def test_a_resumed_run_keeps_the_buckets_counts(spark, pages, tmp_path, monkeypatch):
     """Stopped after the candidates stage and resumed: the large buckets' counts come back with
     the stage (its marker), as the uninterrupted run has them."""

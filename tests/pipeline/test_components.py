@@ -32,7 +32,10 @@ def union_find_components(edges):
 
 
 @pytest.mark.parametrize("single_task", [False, True], ids=["distributed", "single_task"])
-@pytest.mark.parametrize("shape", ["chain", "random", "stars", "two-centres", "zigzag"])
+@pytest.mark.parametrize(
+    "shape",
+    ["chain", pytest.param("random", marks=pytest.mark.extended), "stars", "two-centres", "zigzag"],
+)
 def test_connected_components_match_union_find(spark, shape, single_task):
     """``two-centres`` (3's smaller neighbours 1 and 2, no larger one) and ``zigzag`` pass the
     "no node both a leaf and a centre" test as they are, or after a round: stopped there, node

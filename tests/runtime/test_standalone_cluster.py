@@ -36,7 +36,7 @@ from neardup_spark.bench.standalone import ClusterError, Standalone, spark_home,
 from tests.conftest import SUITE_JVM_OPTIONS
 from tests.plans import placed, ran
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]  # (make cluster-test; CI: make test-extended)
 
 REPO = Path(__file__).resolve().parents[2]
 SUBMIT_TIMEOUT = 420
