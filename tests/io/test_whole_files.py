@@ -251,7 +251,7 @@ def test_the_session_ignoring_corrupt_files_changes_nothing(spark, tmp_path):
     try:
         assert spark.read.json(str(root)).count() > 0  # Spark's own default: the first rows
         # (Spark 4 names the error class; 3.5 gives the codec's own exception)
-        with pytest.raises(Exception, match="FAILED_READ_FILE|Unexpected end of input stream"):
+        with pytest.raises(Exception, match=r"FAILED_READ_FILE|Unexpected end of input stream"):
             format_reader(spark, "json").load(str(root)).count()
     finally:
         spark.conf.unset("spark.sql.files.ignoreCorruptFiles")
