@@ -161,7 +161,7 @@ SCALE_DOCS ?= 1000000,10000000
 bench-scale: $(STAMP)  ## 1M and 10M documents: time, memory, disk, shuffle, growth; at 1M also distributed components, 64 partitions, a 2-worker cluster, a resumed run (~2 h on 2 cores, ~60 GB of disk)
 	$(BIN)/neardup bench --docs $(SCALE_DOCS) --rows neardup-minhash,neardup-distributed-cc,neardup-64-partitions,neardup-standalone,neardup-resume --no-nightly --scale-metrics --timeout 7200 --workdir out/bench-scale
 
-cluster-test: $(STAMP)  ## standalone master + 2 workers on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test)
+cluster-test: $(STAMP)  ## standalone master + 2 workers on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test-extended, which CI runs)
 	$(BIN)/python -m pytest -q -m slow tests/runtime/test_standalone_cluster.py
 
 eval-extract: $(STAMP)  ## main-content extraction F1 and WARC reader speed on ../shared/data

@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 ROWS = (
     "floor",
     "neardup-minhash",
+    "neardup-components",
     "neardup-simhash",
     "neardup-strip",
     "neardup-boilerplate",

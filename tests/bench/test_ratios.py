@@ -57,3 +57,12 @@ def test_boilerplate_rows_are_timed_against_their_reference(make_row):
     ]
     derive(rows)
     assert [r["time_vs"] for r in rows] == [None, None, 1.25, 1.3]
+
+
+def test_the_anchored_default_is_timed_against_the_components_rule(make_row):
+    rows = [
+        make_row(100_000, "neardup-minhash", 22.0, 25.0),
+        make_row(100_000, "neardup-components", 20.0, 23.0),
+    ]
+    derive(rows)
+    assert [r["time_vs"] for r in rows] == [pytest.approx(1.1), None]

@@ -63,9 +63,11 @@ def test_compare_variants_against_neardup_minhash(tmp_path):
             "work_seconds": 4.0,
         },
         {"row": "neardup-standalone", "status": "failed"},
+        # (another rule: outputs that differ by design, never called the same or not)
+        {"row": "neardup-components", "status": "ok", "output": str(tmp_path / "other")},
     ]
     compare_variants(rows)
-    assert [r.get("same_as_minhash") for r in rows] == [None, True, False, True, None]
+    assert [r.get("same_as_minhash") for r in rows] == [None, True, False, True, None, None]
     assert rows[3]["rerun_share"] == 0.4
 
 
