@@ -325,6 +325,7 @@ def test_user_errors_over_connect_are_the_classic_ones(server, corpus, cli, tmp_
     ]
 
 
+@pytest.mark.extended  # (odd names: tests/cli/test_odd_column_names.py, classic)
 def test_odd_column_names_over_connect(server, cli, tmp_path, capsys):
     """Column names Spark would parse (tests/odd_columns.py) as the id, text, --prefer and
     group columns, boilerplate stripped and the per-document pass in the server's tasks: the

@@ -174,7 +174,11 @@ def clusters_and_pairs(result) -> tuple[list, list]:
 
 @pytest.mark.parametrize(
     ("input_parts", "shuffle_parts", "arrow_batch", "strategy"),
-    [(1, 2, 100, "single_task"), (8, 16, 5000, "distributed")],
+    [
+        (1, 2, 100, "single_task"),
+        # (distributed components' parity: test_components.py's chain, test_anchored.py)
+        pytest.param(8, 16, 5000, "distributed", marks=pytest.mark.extended),
+    ],
 )
 def test_same_clusters_whatever_the_partitioning(
     spark, corpus, finished_run, input_parts, shuffle_parts, arrow_batch, strategy
