@@ -84,6 +84,9 @@ def pairs_in_blocks_fn(
         doc_a, doc_b = bucket_pairs(keys, entries.column(DOC_ID).combine_chunks(), all_pairs_max)
         distinct = pc.not_equal(doc_a, doc_b)  # a 64-bit key collision across two bands
         pairs = pa.table({DOC_A: doc_a.filter(distinct), DOC_B: doc_b.filter(distinct)})
+        # Near-duplicates share many bands: each pair once per partition, before the shuffle
+        # of the distinct() that follows (and before the anchored rule keeps them).
+        pairs = pairs.group_by([DOC_A, DOC_B], use_threads=False).aggregate([])
         if with_members:
             large = pa.array(large_bucket_rows(keys, all_pairs_max))
             member = entries.column(DOC_ID).take(large)
