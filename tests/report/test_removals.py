@@ -17,11 +17,9 @@ from tests.nightly.history import read
 
 
 @pytest.fixture(scope="module")
-def anchored_run(spark, corpus, tmp_path_factory):
-    root, _ = corpus
-    out = tmp_path_factory.mktemp("report_out") / "anchored"
-    report = run(spark, str(root), str(out), build_config(options={"cluster_rule": "anchored"}))
-    return out, report
+def anchored_run(minhash_run):
+    """The package's default run (conftest.py), under the anchored rule, the default."""
+    return minhash_run
 
 
 def test_bins_are_fixed_from_the_threshold_to_one():
