@@ -63,6 +63,10 @@ class ExecutionSettings:
     # larger ones in distributed large-star/small-star rounds. None: as many as one Python
     # task's memory holds (pipeline/execution.py, single_task_edge_limit).
     components_single_task_max_edges: int | None = None
+    # The anchored rule's distributed path (graphs above that) decides documents in rounds of
+    # Spark jobs until the edges still open fit one task, at most this many, then finishes in
+    # one task (pipeline/anchored_rounds.py): a chain of revisions takes about a round a link.
+    anchored_max_rounds: int = 12
     # Nightly runs (--index) of up to this many new documents do their own work (contents,
     # candidates, verification, stable ids, the new segment) on the driver, after the full run's
     # per-document pass; larger batches run every step as Spark jobs. The answer is the same.

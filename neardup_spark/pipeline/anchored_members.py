@@ -45,6 +45,16 @@ from neardup_spark.columns import (
     SIMILARITY,
 )
 from neardup_spark.kernels.anchored import components_removed
+from neardup_spark.pipeline.anchored_rounds import (
+    EARLIER,
+    LATER,
+    NODE,
+    content_nodes,
+    directed_edges,
+    greedy_rounds,
+    ranked_documents,
+    star_labels,
+)
 from neardup_spark.pipeline.components import connected_components
 from neardup_spark.pipeline.context import RunContext
 from neardup_spark.pipeline.driver_pairs import DriverTables
@@ -119,34 +129,86 @@ def removed_by_components(rows: pa.Table) -> int:
     return components_removed(len(ids), a, b)
 
 
-def members_in_tasks(
-    ctx: RunContext,
-    pairs: DataFrame,
-    labels: DataFrame,
-    features: DataFrame,
-    ranking: Ranking | None,
+def graph_docs(
+    ctx: RunContext, pairs: DataFrame, ids: DataFrame, features: DataFrame, ranking: Ranking | None
 ) -> DataFrame:
-    """The Spark implementation: each component's documents (its ``labels``: ``doc_id``,
-    ``component``) and near-duplicate edges sent to one task, which runs the rule over them.
-    Returns the task's rows: ``_kind`` 0 the members, 1 the pairs to add."""
+    """The graph's documents (``ids``: ``doc_id`` and any other columns) with their
+    ``content`` (the smallest id of their exact-copy group, from the exact pairs) and the keep
+    keys' columns."""
     exact = pairs.where(F.col(METHOD) == "exact").select(
         F.col(DOC_B).alias(DOC_ID), F.col(DOC_A).alias(CONTENT)
     )
-    docs = labels.join(exact, DOC_ID, "left").withColumn(
+    docs = ids.join(exact, DOC_ID, "left").withColumn(
         CONTENT, F.coalesce(F.col(CONTENT), F.col(DOC_ID))
     )
-    keys = keep_keys(ctx, ranking)
     table = key_table(ctx, features, ranking)
     if table is not None:
-        docs = docs.join(table.select(DOC_ID, *(name for name, _ in keys)), DOC_ID)
-    ends = labels.select(F.col(DOC_ID).alias(DOC_A), COMPONENT)
-    edges = pairs.where(F.col(METHOD) != "exact").join(ends, DOC_A)
+        docs = docs.join(
+            table.select(DOC_ID, *(name for name, _ in keep_keys(ctx, ranking))), DOC_ID
+        )
+    return docs
+
+
+def members_in_tasks(
+    ctx: RunContext, pairs: DataFrame, docs: DataFrame, edges: DataFrame, ranking: Ranking | None
+) -> DataFrame:
+    """The Spark implementation: each group's documents (``docs``: ``component``, ``doc_id``,
+    ``content``, the keep keys; a whole component, or a kept content's star) and its
+    near-duplicate edges (``edges``: ``component``, the pairs' columns) sent to one task, which
+    runs the rule over them. Returns the task's rows: ``_kind`` 0 the members, 1 the pairs to
+    add."""
+    keys = keep_keys(ctx, ranking)
     rows = union_rows(docs, edges, keys)
     parts = max(1, shuffle_partitions(ctx.spark))
     out_schema = output_schema(pairs)
     spread = rows.repartition(parts, COMPONENT).drop(COMPONENT)
     run = anchored_partition_fn(keys, to_arrow_schema(out_schema))
     return spread.mapInArrow(run, out_schema)
+
+
+def component_rows(
+    ctx: RunContext,
+    pairs: DataFrame,
+    labels: DataFrame,
+    features: DataFrame,
+    ranking: Ranking | None,
+) -> DataFrame:
+    """:func:`members_in_tasks` over whole components (``labels``: ``doc_id``,
+    ``component``)."""
+    docs = graph_docs(ctx, pairs, labels, features, ranking)
+    ends = labels.select(F.col(DOC_ID).alias(DOC_A), COMPONENT)
+    edges = pairs.where(F.col(METHOD) != "exact").join(ends, DOC_A)
+    return members_in_tasks(ctx, pairs, docs, edges, ranking)
+
+
+def star_rows(
+    ctx: RunContext,
+    pairs: DataFrame,
+    features: DataFrame,
+    ranking: Ranking | None,
+    task_edges: int,
+) -> tuple[DataFrame, int]:
+    """:func:`members_in_tasks` over stars (a kept content and the contents removed in its
+    favour), decided in rounds (:mod:`.anchored_rounds`); and the rounds taken."""
+    ends = pairs.select(F.col(DOC_A).alias(DOC_ID)).unionByName(
+        pairs.select(F.col(DOC_B).alias(DOC_ID))
+    )
+    docs = graph_docs(ctx, pairs, ends.distinct(), features, ranking)
+    ranked = ctx.checkpoint(ranked_documents(docs, keep_keys(ctx, ranking)))
+    nodes = content_nodes(ranked)
+    near = pairs.where(F.col(METHOD) != "exact")
+    edges = directed_edges(near, nodes)
+    open_nodes = (
+        edges.select(F.col(LATER).alias(NODE))
+        .unionByName(edges.select(F.col(EARLIER).alias(NODE)))
+        .distinct()
+    )
+    max_rounds = ctx.settings.anchored_max_rounds
+    decisions, rounds = greedy_rounds(edges, open_nodes, ctx.checkpoint, task_edges, max_rounds)
+    labels, stars = star_labels(ranked, nodes, decisions)
+    star_docs = ranked.drop(NODE).join(labels, DOC_ID)
+    star_edges = near.join(stars, [DOC_A, DOC_B])
+    return members_in_tasks(ctx, pairs, star_docs, star_edges, ranking), rounds
 
 
 def union_rows(docs: DataFrame, edges: DataFrame, keys: Sequence[tuple[str, bool]]) -> DataFrame:
@@ -211,10 +273,13 @@ def anchored_step(
     features: DataFrame,
     ranking: Ranking | None,
     driver: DriverTables | None,
-) -> tuple[DataFrame, int, DataFrame | pa.Table]:
+    task_edges: int,
+) -> tuple[DataFrame, dict[str, int], DataFrame | pa.Table]:
     """The anchored rule where the plan placed the components (``where``): the members (kept
-    in the stage results), the rounds the labels took, and the pairs to add (a table of this
-    process when the rule ran here); ``removed`` and ``removed_by_components`` counted."""
+    in the stage results), the rounds taken (``rounds``: the labels'; ``greedy_rounds``: the
+    distributed path's decisions', up to ``task_edges`` edges left for one task), and the pairs
+    to add (a table of this process when the rule ran here); ``removed`` and
+    ``removed_by_components`` counted."""
     if where == DRIVER:
         assert driver is not None  # the plan's condition
         # (SimHash's similarity is Spark's cosine: the rows as Spark computed them)
@@ -223,13 +288,18 @@ def anchored_step(
         driver.members, driver.added = members, added
         ctx.counts["removed"] = removed_of(members)
         ctx.counts["justifying_pairs"] = added.num_rows
-        return from_arrow_batches(ctx.spark, members), 0, added
+        return from_arrow_batches(ctx.spark, members), {"rounds": 0}, added
     edges = pairs.select(DOC_A, DOC_B)
     labels, rounds = connected_components(edges, ctx.checkpoint, where == "single_task")
+    taken = {"rounds": rounds}
     labels = labels.persist()
     sizes = labels.agg(F.count(F.lit(1)), F.countDistinct(COMPONENT)).first()
     ctx.counts["removed_by_components"] = int(sizes[0] - sizes[1]) if sizes else 0
-    rows = members_in_tasks(ctx, pairs, labels, features, ranking)
+    if where == "single_task":
+        rows = component_rows(ctx, pairs, labels, features, ranking)
+    else:  # components may be larger than a task holds: decided in rounds, then by star
+        rows, greedy = star_rows(ctx, pairs, features, ranking, task_edges)
+        taken["greedy_rounds"] = greedy
     removed = F.sum(((F.col(KIND) == 0) & (F.col(DOC_ID) != F.col(CLUSTER_ID))).cast("long"))
     justifying = F.sum((F.col(KIND) == 1).cast("long"))
     aggregates = {"removed": removed, "justifying_pairs": justifying}
@@ -238,7 +308,7 @@ def anchored_step(
     ctx.counts["removed"] = counted["removed"]
     ctx.counts["justifying_pairs"] = counted["justifying_pairs"]
     members, added = split_rows(kept, pairs)
-    return members, rounds, added
+    return members, taken, added
 
 
 def removed_of(members: pa.Table) -> int:

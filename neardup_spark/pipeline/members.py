@@ -116,15 +116,22 @@ def components_choice(
     if "components" in ctx.plan.choices:
         return ctx.plan.choices["components"]
     n_edges = ctx.counts["verified_pairs"]
-    limit = ctx.settings.components_single_task_max_edges
-    if limit is None:
-        if driver is not None or edges is None:
-            limit = n_edges
-        else:
-            limit = single_task_edge_limit(ctx.spark, None, n_edges, edges)
+    limit = task_edge_limit(ctx, edges, driver)
     pairs = ctx.plan.choices["pairs"]
     smallest = smallest_id_members(ctx, ranking)
     return ctx.plan.record(decide_components(n_edges, limit, pairs, smallest))
+
+
+def task_edge_limit(ctx: RunContext, edges: DataFrame | None, driver: DriverTables | None) -> int:
+    """The edges one task takes: ``components_single_task_max_edges`` when set, every edge of
+    pairs found here, else what one Python task's memory holds of ``edges`` (measured)."""
+    n_edges = ctx.counts["verified_pairs"]
+    limit = ctx.settings.components_single_task_max_edges
+    if limit is not None:
+        return limit
+    if driver is not None or edges is None:
+        return n_edges
+    return single_task_edge_limit(ctx.spark, None, n_edges, edges)
 
 
 def cluster_members(
@@ -138,9 +145,10 @@ def cluster_members(
     ``cluster_id``, and ``similarity`` under the anchored rule; kept in the stage results,
     finished by :func:`finish_components`), the report's ``components`` (the ``strategy``
     taken, ``driver``, ``single_task`` or ``distributed``, and its ``rounds``: a forest of
-    stars takes none), and the anchored rule's added ``pairs/`` rows (None under the
-    components rule, or when an earlier run finished the step). ``ranking``: the keep policy's
-    table and keys. ``driver``: the pairs found in this process."""
+    stars takes none; the anchored rule's distributed path adds ``greedy_rounds``), and the
+    anchored rule's added ``pairs/`` rows (None under the components rule, or when an earlier
+    run finished the step). ``ranking``: the keep policy's table and keys. ``driver``: the
+    pairs found in this process."""
     counts = ctx.counts
     done = ctx.results.finished("components")
     if done is not None:
@@ -150,15 +158,20 @@ def cluster_members(
         loaded = ctx.results.load("components")
         if ctx.config.cluster_rule == "anchored":
             loaded = split_rows(loaded, pairs)[0]
-        return loaded, {"strategy": strategy, "rounds": rounds}, None
+        taken = {"rounds": rounds}
+        if "greedy_rounds" in done:
+            taken["greedy_rounds"] = int(done["greedy_rounds"])
+        return loaded, {"strategy": strategy, **taken}, None
     edges = pairs.select(DOC_A, DOC_B)
-    added = None
+    added, taken = None, {}
     with ctx.timer.stage("components") as counted:
         choice = components_choice(ctx, edges, driver, ranking)
         if ctx.config.cluster_rule == "anchored":
-            members, rounds, added = anchored_step(
-                ctx, choice.where, pairs, features, ranking, driver
+            task_edges = task_edge_limit(ctx, edges, driver) if choice.where == "distributed" else 0
+            members, taken, added = anchored_step(
+                ctx, choice.where, pairs, features, ranking, driver, task_edges
             )
+            rounds = taken["rounds"]
             removed = ctx.counts["removed"]
             # pairs/ holds the rows justifying removals too: verified_pairs counts its rows
             counts["verified_pairs"] += counts["justifying_pairs"]
@@ -174,7 +187,7 @@ def cluster_members(
         counted["removed"], counted["rows"] = removed, counts["verified_pairs"]
     counts["removed"] = removed
     counts["clusters"] = counts["input_rows"] - removed
-    return members, {"strategy": choice.where, "rounds": rounds}, added
+    return members, {"strategy": choice.where, **taken, "rounds": rounds}, added
 
 
 def spark_members(

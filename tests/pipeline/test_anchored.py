@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from neardup_spark.config import build_config
+from neardup_spark.config import ExecutionSettings, build_config
 from neardup_spark.pipeline.dedupe import dedupe
 from neardup_spark.quality.oracle import shingle_matrix, similar_pairs
 from tests.plans import placed, ran
@@ -20,7 +20,16 @@ THRESHOLD = 0.8
 PLACES = {
     "driver": placed(components="driver"),
     "single_task": placed(pairs="spark", components="single_task"),
-    "distributed": placed(components="distributed"),
+    # every document decided in rounds of Spark jobs (no edge left for one task)
+    "distributed": ExecutionSettings(
+        plan={"components": "distributed"}, components_single_task_max_edges=0
+    ),
+    # two rounds, then the rest in one task
+    "distributed_bounded": ExecutionSettings(
+        plan={"components": "distributed"},
+        components_single_task_max_edges=0,
+        anchored_max_rounds=2,
+    ),
 }
 
 
@@ -44,22 +53,27 @@ def outcome(result) -> tuple[dict, list]:
 @pytest.fixture(scope="module")
 def runs(spark, chains):
     root, _ = chains
-    found = {}
+    found, rounds = {}, {}
     for prefer in (None, "night desc"):
         for name, execution in PLACES.items():
             config = build_config(options={"prefer": prefer} if prefer else None)
             result = dedupe(spark.read.parquet(str(root)), config, execution)
-            ran(result.report, components=name)
+            ran(result.report, components=name.removesuffix("_bounded"))
             assert result.report["cluster_rule"] == "anchored"
             found[prefer, name] = (outcome(result), result.report["counts"])
+            rounds[prefer, name] = result.report["components"].get("greedy_rounds")
             result.release()
+    # The rounds decided every document (chains take several), or two of them did, one task
+    # the rest.
+    assert all(rounds[prefer, "distributed"] > 2 for prefer in (None, "night desc")), rounds
+    assert all(rounds[prefer, "distributed_bounded"] == 2 for prefer in (None, "night desc"))
     return found
 
 
 def test_every_implementation_gives_the_same_clusters_and_pairs(runs):
     for prefer in (None, "night desc"):
         driver = runs[prefer, "driver"]
-        for name in ("single_task", "distributed"):
+        for name in ("single_task", "distributed", "distributed_bounded"):
             assert runs[prefer, name] == driver, (prefer, name)
 
 
