@@ -59,7 +59,11 @@ def read_reference_file(path: str) -> pa.Table:
         if fmt == "json":
             with pa.input_stream(source, compression="detect") as stream:
                 return pajson.read_json(stream)
-    except (OSError, pa.ArrowInvalid) as exc:
+    except pa.ArrowInvalid as exc:
+        if "Empty JSON file" in str(exc):
+            return pa.table({})
+        raise UserError(f"cannot read reference file {path}: {exc}") from None
+    except OSError as exc:
         raise UserError(f"cannot read reference file {path}: {exc}") from None
     raise UserError(
         f"reference file {path}: not Parquet or JSON lines by its name (.parquet, .jsonl, "
@@ -92,9 +96,13 @@ def item_texts(table: pa.Table, path: str, id_col: str, fields: tuple[str, ...])
             raise UserError(f"reference field {name!r} of {path} is not a string column")
     if not chosen:
         raise UserError(f"reference file {path} has no string column besides the id {id_col!r}")
-    columns = [table.column(name).cast(pa.large_string()) for name in chosen]
+    columns = [table.column(name).cast(pa.large_string()).combine_chunks() for name in chosen]
     separator = pa.scalar(" ", pa.large_string())
-    texts = pc.binary_join_element_wise(*columns, separator, null_handling="skip")
+    # A null field reads as empty (null_handling="skip" loses rows of a single column's nulls
+    # in this PyArrow); the spaces around it do not change the item's words.
+    texts = pc.binary_join_element_wise(
+        *columns, separator, null_handling="replace", null_replacement=""
+    )
     ids = table.column(id_col).cast(pa.string())
     if ids.null_count:
         raise UserError(f"reference file {path}: {ids.null_count} items have a null id")
@@ -107,9 +115,13 @@ def read_reference(
     """Every item of the reference ``paths``; an empty reference, a missing id or field
     column, a repeated id within a file are :class:`UserError`\\ s."""
     files = reference_files(paths)
-    tables, names = [], []
+    tables: list[pa.Table] = []
+    names: list[pa.Array] = []
     for path in files:
-        table = item_texts(read_reference_file(path), path, id_col, fields)
+        raw = read_reference_file(path)
+        if raw.num_rows == 0:  # no items: no columns to check
+            continue
+        table = item_texts(raw, path, id_col, fields)
         counts = pc.value_counts(table.column("id").combine_chunks())
         repeated = counts.filter(pc.greater(counts.field("counts"), 1))
         if len(repeated):
