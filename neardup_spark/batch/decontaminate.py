@@ -31,8 +31,13 @@ from neardup_spark.kernels.contamination_words import cut_texts, text_words
 WORD_SEED = 0
 # Output columns of matches/ and of the gram counting pass.
 DOC_ID, ITEM_ID, BENCHMARK, NGRAMS, ITEM_SHARE, SPANS = (
-    "doc_id", "item_id", "benchmark", "ngrams", "item_share", "spans",
-)  # fmt: skip
+    "doc_id",
+    "item_id",
+    "benchmark",
+    "ngrams",
+    "item_share",
+    "spans",
+)
 GRAM = "gram"
 SPAN_TYPE = pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64())]))
 # The pieces of a cut document are joined by this.

@@ -36,47 +36,68 @@ def register(sub: Any) -> None:
         "output", metavar="OUTPUT", help="output directory: matches/, clean/, report.json"
     )
     parser.add_argument(
-        "--reference", action="append", required=True, metavar="REF",
+        "--reference",
+        action="append",
+        required=True,
+        metavar="REF",
         help="benchmark items: a Parquet or JSON lines file (.gz too) or a directory of them, "
         "one benchmark per file; repeat for more",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--reference-id-col", "--reference-id", dest="reference_id_col", default="id",
+        "--reference-id-col",
+        "--reference-id",
+        dest="reference_id_col",
+        default="id",
         help="the reference's id column (default id)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--reference-fields", "--reference-text-cols", dest="reference_fields", metavar="A,B",
+        "--reference-fields",
+        "--reference-text-cols",
+        dest="reference_fields",
+        metavar="A,B",
         help="the reference's text columns, joined by a space (default: every string column "
         "but the id)",
-    )  # fmt: skip
+    )
     add_column_options(parser)
     parser.add_argument(
-        "--ngram", type=int, default=DEFAULT_NGRAM,
+        "--ngram",
+        type=int,
+        default=DEFAULT_NGRAM,
         help=f"words per n-gram (default {DEFAULT_NGRAM}); shorter items are matched whole",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--max-ngram-docs", type=int, default=DEFAULT_MAX_NGRAM_DOCS, metavar="N",
+        "--max-ngram-docs",
+        type=int,
+        default=DEFAULT_MAX_NGRAM_DOCS,
+        metavar="N",
         help="ignore n-grams held by more than N corpus documents, too common to mean a leak "
         f"(default {DEFAULT_MAX_NGRAM_DOCS})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--cut-spans", action="store_true",
+        "--cut-spans",
+        action="store_true",
         help="cut the matched spans out of the documents instead of removing them",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--cut-margin", type=int, default=DEFAULT_CUT_MARGIN, metavar="CHARS",
+        "--cut-margin",
+        type=int,
+        default=DEFAULT_CUT_MARGIN,
+        metavar="CHARS",
         help=f"--cut-spans: characters cut each side of a span (default {DEFAULT_CUT_MARGIN})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--min-chars", type=int, default=DEFAULT_MIN_CHARS, metavar="CHARS",
-        help="--cut-spans: drop documents left shorter than this "
-        f"(default {DEFAULT_MIN_CHARS})",
-    )  # fmt: skip
+        "--min-chars",
+        type=int,
+        default=DEFAULT_MIN_CHARS,
+        metavar="CHARS",
+        help=f"--cut-spans: drop documents left shorter than this (default {DEFAULT_MIN_CHARS})",
+    )
     parser.add_argument(
-        "--corpus-pass", choices=("driver", "spark"),
+        "--corpus-pass",
+        choices=("driver", "spark"),
         help="run the corpus pass in this process or as Spark jobs (default: in this process "
         "for local Parquet of up to 512 MB in local mode)",
-    )  # fmt: skip
+    )
     parser.add_argument("--master", help="Spark master URL (default local[*])")
     add_output_options(parser)
     parser.set_defaults(func=run_decontaminate_command)

@@ -37,8 +37,9 @@ def gram_hashes(words: Words, k: int) -> tuple[np.ndarray, np.ndarray]:
     if k < 1 or not grams_per_doc.any():
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
     doc_of = np.repeat(np.arange(len(counts)), grams_per_doc)
-    rank = np.arange(len(doc_of)) - np.repeat(np.cumsum(grams_per_doc) - grams_per_doc,
-                                              grams_per_doc)  # fmt: skip
+    rank = np.arange(len(doc_of)) - np.repeat(
+        np.cumsum(grams_per_doc) - grams_per_doc, grams_per_doc
+    )
     first = words.doc_offsets[:-1][doc_of] + rank
     acc = np.zeros(len(first), dtype=np.uint64)
     with np.errstate(over="ignore"):
@@ -69,8 +70,9 @@ class ReferenceGrams:
         item_keep = np.repeat(keep, sizes)
         offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
         np.cumsum(sizes[keep], out=offsets[1:])
-        return replace(self, hashes=self.hashes[keep], item_offsets=offsets,
-                       items=self.items[item_keep])  # fmt: skip
+        return replace(
+            self, hashes=self.hashes[keep], item_offsets=offsets, items=self.items[item_keep]
+        )
 
 
 def reference_grams(words: Words, n: int) -> ReferenceGrams:

@@ -173,22 +173,48 @@ def text_words(texts: pa.Array, seed: int = 0) -> Words:
     doc_words = np.zeros(n + 1, dtype=np.int64)
     doc_chars = np.zeros(n, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
-    m = _scan(data, offsets, valid, classes, False, doc_words, doc_chars, none, none, none,
-              np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.bool_))  # fmt: skip
+    m = _scan(
+        data,
+        offsets,
+        valid,
+        classes,
+        False,
+        doc_words,
+        doc_chars,
+        none,
+        none,
+        none,
+        np.zeros(0, dtype=np.uint8),
+        np.zeros(0, dtype=np.bool_),
+    )
     starts = np.empty(m, dtype=np.int64)
     ends = np.empty(m, dtype=np.int64)
     byte_offsets = np.zeros(m + 1, dtype=np.int64)
     lowered = np.empty(max(int(offsets[-1] - offsets[0]) if n else 0, 1), dtype=np.uint8)
     non_ascii = np.zeros(m, dtype=np.bool_)
-    _scan(data, offsets, valid, classes, True, doc_words, doc_chars, starts, ends, byte_offsets,
-          lowered, non_ascii)  # fmt: skip
+    _scan(
+        data,
+        offsets,
+        valid,
+        classes,
+        True,
+        doc_words,
+        doc_chars,
+        starts,
+        ends,
+        byte_offsets,
+        lowered,
+        non_ascii,
+    )
     words = pa.LargeStringArray.from_buffers(
         m, pa.py_buffer(byte_offsets), pa.py_buffer(lowered[: int(byte_offsets[-1])])
     )
     hashes = string_hashes(words, seed) if m else np.zeros(0, dtype=np.uint64)
     if non_ascii.any():
         hashes[non_ascii] = folded_hashes(words.filter(pa.array(non_ascii)), seed)
-    return Words(doc_offsets=doc_words, hashes=hashes, starts=starts, ends=ends, doc_chars=doc_chars)
+    return Words(
+        doc_offsets=doc_words, hashes=hashes, starts=starts, ends=ends, doc_chars=doc_chars
+    )
 
 
 def folded_hashes(words: pa.Array, seed: int) -> np.ndarray:
@@ -253,9 +279,12 @@ if njit is not None:
 
 
 def cut_texts(
-    texts: pa.Array, range_offsets: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+    texts: pa.Array,
+    range_offsets: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
     separator: str = "\n",
-) -> tuple[pa.Array, np.ndarray]:  # fmt: skip
+) -> tuple[pa.Array, np.ndarray]:
     """Each text less its character ranges (CSR ``range_offsets``; sorted, disjoint, end
     exclusive), the pieces left joined by ``separator`` (ASCII); and each result's length in
     characters. A null text stays null.
@@ -269,16 +298,30 @@ def cut_texts(
     n = offsets.shape[0] - 1
     sep = np.frombuffer(separator.encode("ascii"), dtype=np.uint8)
     n_ranges = np.diff(range_offsets)
-    out = np.empty(max(int(offsets[-1] - offsets[0]) + len(sep) * int(n_ranges.sum()), 1),
-                   dtype=np.uint8)  # fmt: skip
+    out = np.empty(
+        max(int(offsets[-1] - offsets[0]) + len(sep) * int(n_ranges.sum()), 1), dtype=np.uint8
+    )
     out_offsets = np.zeros(n + 1, dtype=np.int64)
     out_chars = np.zeros(n, dtype=np.int64)
-    _cut(data, offsets, valid, range_offsets.astype(np.int64), starts.astype(np.int64),
-         ends.astype(np.int64), sep, out, out_offsets, out_chars)  # fmt: skip
+    _cut(
+        data,
+        offsets,
+        valid,
+        range_offsets.astype(np.int64),
+        starts.astype(np.int64),
+        ends.astype(np.int64),
+        sep,
+        out,
+        out_offsets,
+        out_chars,
+    )
     null_count = n - int(valid.sum())
     validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
     result = pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(out_offsets), pa.py_buffer(out[: int(out_offsets[-1])]), validity,
+        n,
+        pa.py_buffer(out_offsets),
+        pa.py_buffer(out[: int(out_offsets[-1])]),
+        validity,
         null_count,
-    )  # fmt: skip
+    )
     return (result if result.type == texts.type else result.cast(texts.type)), out_chars

@@ -43,8 +43,13 @@ from neardup_spark.batch.decontaminate import (
 )
 from neardup_spark.config.decontaminate import DecontaminateConfig
 from neardup_spark.errors import UserError
-from neardup_spark.io.corpus import ListedInput, check_columns, check_paths_apart, list_input
-from neardup_spark.io.corpus import read_corpus
+from neardup_spark.io.corpus import (
+    ListedInput,
+    check_columns,
+    check_paths_apart,
+    list_input,
+    read_corpus,
+)
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import REPORT_FILE, OutputDir, OutputLayout
 from neardup_spark.io.paths import is_local_path, local_path
@@ -71,7 +76,9 @@ DECONTAMINATE_LAYOUT = OutputLayout(
 DRIVER_BATCH_ROWS = 10_000
 
 
-def load_reference(paths: list[str], config: DecontaminateConfig) -> tuple[Reference, ReferenceItems]:
+def load_reference(
+    paths: list[str], config: DecontaminateConfig
+) -> tuple[Reference, ReferenceItems]:
     """The reference read and its n-grams built; an item without words is a
     :class:`UserError` naming it."""
     items = read_reference(paths, config.reference_id_col, config.reference_fields)
@@ -148,9 +155,12 @@ def driver_pass(
 
 
 def spark_pass(
-    spark: SparkSession, df: DataFrame, ref: Reference, config: DecontaminateConfig,
+    spark: SparkSession,
+    df: DataFrame,
+    ref: Reference,
+    config: DecontaminateConfig,
     staged: OutputDir,
-) -> PassResult:  # fmt: skip
+) -> PassResult:
     """Every step as Spark jobs over the corpus ``df``."""
     counts = df.transform(reference_gram_docs(ref, config.text_col))
     over = to_arrow(counts.where(F.col(GRAM_DOCS) > config.max_ngram_docs))
@@ -216,8 +226,9 @@ def run_decontaminate(
             "output": out.path,
             "config": config.to_dict(),
             "plan": {choice.step: {"where": choice.where, "why": choice.why}},
-            **report_section(result.matches, items, ref, result.documents, result.clean_rows,
-                             config),  # fmt: skip
+            **report_section(
+                result.matches, items, ref, result.documents, result.clean_rows, config
+            ),
             "common_ngrams_dropped": result.common,
             "stage_seconds": timer.seconds,
             "wall_seconds": round(time.perf_counter() - started, 3),

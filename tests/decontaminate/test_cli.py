@@ -38,18 +38,30 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     ("rows", "args", "message"),
     [
         ([], [], "holds no items"),
-        ([{"id": "a", "question": ITEM}, {"id": "b", "question": " ?! "}], [],
-         "reference item 'b' of ref.jsonl.gz has no text"),
-        ([{"id": "a", "question": ITEM}, {"id": "b", "question": None}], [],
-         "reference item 'b' of ref.jsonl.gz has no text"),
+        (
+            [{"id": "a", "question": ITEM}, {"id": "b", "question": " ?! "}],
+            [],
+            "reference item 'b' of ref.jsonl.gz has no text",
+        ),
+        (
+            [{"id": "a", "question": ITEM}, {"id": "b", "question": None}],
+            [],
+            "reference item 'b' of ref.jsonl.gz has no text",
+        ),
         ([{"key": "a", "question": ITEM}], [], "has no id column 'id'"),
-        ([{"id": "a", "question": ITEM}], ["--reference-fields", "question,answer"],
-         "has no field 'answer'"),
+        (
+            [{"id": "a", "question": ITEM}],
+            ["--reference-fields", "question,answer"],
+            "has no field 'answer'",
+        ),
         ([{"id": "a", "question": ITEM}], ["--reference-id", "task"], "has no id column 'task'"),
-        ([{"id": "a", "question": ITEM}, {"id": "a", "question": ITEM}], [],
-         "item id 'a' is repeated"),
+        (
+            [{"id": "a", "question": ITEM}, {"id": "a", "question": ITEM}],
+            [],
+            "item id 'a' is repeated",
+        ),
         ([{"id": "a", "question": ITEM}], ["--ngram", "0"], "--ngram must be an integer >= 1"),
-    ],  # fmt: skip
+    ],
 )
 def test_bad_reference_exit_2(corpus, tmp_path, capsys, rows, args, message):
     ref = write_jsonl(tmp_path / "ref.jsonl.gz", rows)
@@ -78,16 +90,25 @@ def test_cli_run(corpus, tmp_path):
     args = [str(corpus), "--reference", str(ref), str(out), "--corpus-pass", "spark"]
     done = subprocess.run(
         [sys.executable, "-m", "neardup_spark", "decontaminate", *args],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "items found       1 of 1" in done.stdout
     rows = pq.read_table(out / "matches").to_pylist()
     text = f"Intro.\n{ITEM.upper()}\nOutro."
     assert rows == [
-        {"doc_id": 2, "item_id": "q1", "benchmark": "bench.jsonl.gz", "ngrams": 5,
-         "item_share": 1.0, "spans": [{"start": 7, "end": 7 + len(ITEM) - 1}]}
-    ]  # fmt: skip
+        {
+            "doc_id": 2,
+            "item_id": "q1",
+            "benchmark": "bench.jsonl.gz",
+            "ngrams": 5,
+            "item_share": 1.0,
+            "spans": [{"start": 7, "end": 7 + len(ITEM) - 1}],
+        }
+    ]
     assert text[7 : 7 + len(ITEM) - 1] == ITEM.upper()[:-1]
     assert pq.read_table(out / "clean").column("id").to_pylist() == [1, 3]
     report = json.loads((out / "report.json").read_text())
@@ -95,6 +116,9 @@ def test_cli_run(corpus, tmp_path):
     # a second run refuses the finished OUTPUT unless --overwrite
     again = subprocess.run(
         [sys.executable, "-m", "neardup_spark", "decontaminate", *args],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert again.returncode == 2 and "--overwrite" in again.stderr

@@ -50,15 +50,17 @@ def test_words_offsets_case_and_punctuation():
     w = text_words(pa.array([text]))
     got = [text[s:e] for s, e in zip(w.starts.tolist(), w.ends.tolist(), strict=True)]
     assert got == ["Hello", "she", "said", "WORLD", "Straße", "ok"]
-    expected = [mmh3.hash64(x, WORD_SEED, signed=False)[0] for x in
-                ("hello", "she", "said", "world", "strasse", "ok")]  # fmt: skip
+    expected = [
+        mmh3.hash64(x, WORD_SEED, signed=False)[0]
+        for x in ("hello", "she", "said", "world", "strasse", "ok")
+    ]
     assert w.hashes.tolist() == expected
     assert w.doc_chars.tolist() == [len(text)]
 
 
 def test_words_match_the_oracle_on_random_texts():
     rng = random.Random(3)
-    alphabet = list("abcXYZ é,.!?;:'\"()-\n\t") + ["ß", "Ω", "…", "😀", "  "]
+    alphabet = [*"abcXYZ é,.!?;:'\"()-\n\t", "ß", "Ω", "…", "😀", "  "]
     for _ in range(200):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
         w = text_words(pa.array([text]))
@@ -91,7 +93,7 @@ def test_gram_hashes_ignore_wrapping_and_case():
 def test_spans_exact_to_the_character(doc):
     found = spans_of(doc, [ITEM])
     assert [(item, ngrams) for item, ngrams, _ in found] == [(0, 14)]
-    (start, end), = found[0][2]  # fmt: skip
+    ((start, end),) = found[0][2]
     found_text = " ".join(doc[start:end].split()).casefold()
     assert found_text.startswith("write a function") and found_text.endswith("not integers")
     assert found[0][1:] == oracle_spans(doc, ITEM, 13)
@@ -101,7 +103,7 @@ def test_a_few_words_changed_leave_the_surviving_ngrams():
     words = ITEM.split()
     words[20] = "or"  # breaks the n-grams starting at words 8..13 of 0..13
     doc = "Before. " + " ".join(words) + " after."
-    (item, ngrams, spans), = spans_of(doc, [ITEM])  # fmt: skip
+    ((item, ngrams, spans),) = spans_of(doc, [ITEM])
     assert (item, ngrams) == (0, 8)
     assert [doc[s:e] for s, e in spans] == [
         "Write a function that returns the sum of the squares of all odd numbers in a list, "
@@ -109,7 +111,7 @@ def test_a_few_words_changed_leave_the_surviving_ngrams():
     ]
     words[6] = "total"  # and those starting at 0..6: only words 7..19 are left
     doc = " ".join(words)
-    (item, ngrams, spans), = spans_of(doc, [ITEM])  # fmt: skip
+    ((item, ngrams, spans),) = spans_of(doc, [ITEM])
     assert ngrams == 1
     assert [doc[s:e] for s, e in spans] == [
         "of the squares of all odd numbers in a list, ignoring negative numbers"
@@ -135,7 +137,7 @@ def test_overlapping_and_adjacent_hits_merge():
     item = " ".join(f"w{i}" for i in range(30))
     doc = " ".join(f"w{i}" for i in range(15)) + " gap " + " ".join(f"w{i}" for i in range(15))
     found = spans_of(doc, [item], n=5)
-    (_, ngrams, spans), = found  # fmt: skip
+    ((_, ngrams, spans),) = found
     assert ngrams == 11 and spans == oracle_spans(doc, item, 5)[1] and len(spans) == 2
     adjacent = " ".join(f"w{i}" for i in range(10))  # w0..w4 and w5..w9: adjacent in words
     assert spans_of(adjacent, [item], n=5)[0][2] == [(0, len(adjacent))]
@@ -150,8 +152,14 @@ def test_common_grams_are_dropped_but_count_in_the_share():
     dropped = type(ref)(kept, ref.item_ids, ref.benchmarks)
     row = matches_fn(dropped, "id", "text")(batch).to_pylist()[0]
     assert row["ngrams"] == 4 and row["item_share"] == pytest.approx(4 / 14)
-    assert matches_fn(type(ref)(ref.grams.without(held.view(np.uint64)), ref.item_ids,
-                                ref.benchmarks), "id", "text")(batch).num_rows == 0  # fmt: skip
+    assert (
+        matches_fn(
+            type(ref)(ref.grams.without(held.view(np.uint64)), ref.item_ids, ref.benchmarks),
+            "id",
+            "text",
+        )(batch).num_rows
+        == 0
+    )
 
 
 def test_cut_spans_with_margin_and_min_chars():

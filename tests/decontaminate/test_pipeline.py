@@ -81,7 +81,9 @@ def run(spark, inputs, where: str, name: str, config: DecontaminateConfig = CONF
     out = inputs["root"] / name
     corpus = str(inputs["root"] / "corpus.parquet")
     report = run_decontaminate(spark, corpus, [str(inputs["ref"])], str(out), config, where=where)
-    matches = pq.read_table(out / "matches").sort_by([("doc_id", "ascending"), ("item_id", "ascending")])
+    matches = pq.read_table(out / "matches").sort_by(
+        [("doc_id", "ascending"), ("item_id", "ascending")]
+    )
     clean = pq.read_table(out / "clean").sort_by([("id", "ascending")])
     return {"report": report, "matches": matches.to_pylist(), "clean": clean}
 
@@ -120,7 +122,9 @@ def test_common_ngrams_dropped(driver_run, inputs):
     assert report["common_ngrams_dropped"] == 3  # COMMON's 15 words: three 13-grams
     custom = next(r for r in driver_run["matches"] if r["item_id"] == "custom/1")
     total = len(CUSTOM.split()) - 13 + 1
-    assert custom["ngrams"] == total - 3 and custom["item_share"] == pytest.approx((total - 3) / total)
+    assert custom["ngrams"] == total - 3 and custom["item_share"] == pytest.approx(
+        (total - 3) / total
+    )
     assert not any(200 <= r["doc_id"] < 260 for r in driver_run["matches"])
 
 
@@ -132,9 +136,15 @@ def test_clean_and_report(driver_run, inputs):
     ]
     assert driver_run["clean"].column_names == ["id", "text", "url"]
     assert report["counts"] == {
-        "documents": N_DOCS, "contaminated": 5, "removed": 5, "cut": 0, "clean": N_DOCS - 5,
-        "items": 165, "items_found": 6, "matches": 6,
-    }  # fmt: skip
+        "documents": N_DOCS,
+        "contaminated": 5,
+        "removed": 5,
+        "cut": 0,
+        "clean": N_DOCS - 5,
+        "items": 165,
+        "items_found": 6,
+        "matches": 6,
+    }
     # HumanEval/37's prompt shares a sentence with HumanEval/33's: found in its document too
     assert report["benchmarks"] == {
         "HumanEval.jsonl.gz": {"items": 164, "items_found": 5},
@@ -153,9 +163,12 @@ def test_driver_and_spark_passes_agree(driver_run, spark_run):
 
 def test_cut_spans_agree(spark, inputs):
     config = DecontaminateConfig(
-        reference_id_col="task_id", reference_fields=("prompt",), cut_spans=True, cut_margin=20,
+        reference_id_col="task_id",
+        reference_fields=("prompt",),
+        cut_spans=True,
+        cut_margin=20,
         min_chars=100,
-    )  # fmt: skip
+    )
     driver = run(spark, inputs, "driver", "cut-driver", config)
     on_spark = run(spark, inputs, "spark", "cut-spark", config)
     assert driver["clean"].to_pylist() == on_spark["clean"].to_pylist()
