@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from neardup_spark import __version__
 from neardup_spark.batch.decontaminate import (
@@ -102,9 +103,17 @@ def decide_corpus_pass(listed: ListedInput, local_threads: int, limit: int) -> C
         return Choice(step, SPARK, "tasks run on other machines", (SPARK,))
     if not all(is_local_path(f) for f in listed.files):
         return Choice(step, SPARK, "input files not on this machine", (SPARK,))
+    if listed.is_dir and any("=" in f[len(listed.path) :] for f in listed.files):
+        return Choice(step, SPARK, "partition directories (name=value)", (SPARK,))
     size = sum(os.path.getsize(local_path(f)) for f in listed.files)
     why = f"input {mb(size)} {'<=' if size <= limit else '>'} driver_max_bytes {mb(limit)}"
     return Choice(step, DRIVER if size <= limit else SPARK, why, (DRIVER, SPARK))
+
+
+def check_text_type(name: str, is_string: bool, shown: str) -> None:
+    """Spans are offsets in a string: a binary text column is refused."""
+    if not is_string:
+        raise UserError(f"the text column {name!r} has type {shown}; decontaminate needs strings")
 
 
 @dataclass
@@ -135,6 +144,12 @@ def driver_pass(
             f"the column {missing[0]!r} is not in the input; columns present: "
             f"{', '.join(table.column_names)}. Choose it with --id-col / --text-col."
         )
+    text_type = table.schema.field(config.text_col).type
+    check_text_type(
+        config.text_col,
+        pa.types.is_string(text_type) or pa.types.is_large_string(text_type),
+        str(text_type),
+    )
     batches = table.to_batches(max_chunksize=DRIVER_BATCH_ROWS)
     held = [gram_docs_fn(ref, config.text_col)(b) for b in batches]
     grams = pa.Table.from_batches(held, schema=pa.schema([(GRAM, pa.int64())]))
@@ -217,6 +232,10 @@ def run_decontaminate(
             else:
                 df, _ = read_corpus(spark, corpus, False, (config.id_col, config.text_col), listed)
                 check_columns(df, config.id_col, config.text_col)
+                text_type = df.schema[config.text_col].dataType
+                check_text_type(
+                    config.text_col, isinstance(text_type, T.StringType), text_type.simpleString()
+                )
                 result = spark_pass(spark, df, ref, config, staged)
         report = {
             "neardup_spark_version": __version__,

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup_spark.config.decontaminate import DecontaminateConfig
+from neardup_spark.errors import UserError
 from neardup_spark.pipeline.decontaminate import run_decontaminate
 from tests.decontaminate.oracle import oracle_spans
 
@@ -178,3 +179,17 @@ def test_cut_spans_agree(spark, inputs):
     for doc in inputs["planted"]:
         assert doc in clean and len(clean[doc]) < len(texts[doc])
         assert "\n" in clean[doc]
+
+
+@pytest.mark.parametrize("where", ["driver", "spark"])
+def test_missing_or_binary_text_column_refused(spark, tmp_path, inputs, where):
+    corpus = tmp_path / "corpus.parquet"
+    pq.write_table(pa.table({"id": [1], "body": ["x"], "blob": [b"x"]}), corpus)
+    ref = [str(inputs["ref"])]
+    with pytest.raises(UserError, match="'text' is not in the input"):
+        run_decontaminate(spark, str(corpus), ref, str(tmp_path / "a"), CONFIG, where=where)
+    binary = DecontaminateConfig(
+        text_col="blob", reference_id_col="task_id", reference_fields=("prompt",)
+    )
+    with pytest.raises(UserError, match="'blob' has type"):
+        run_decontaminate(spark, str(corpus), ref, str(tmp_path / "b"), binary, where=where)
