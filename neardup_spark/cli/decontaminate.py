@@ -96,7 +96,7 @@ def register(sub: Any) -> None:
         "--corpus-pass",
         choices=("driver", "spark"),
         help="run the corpus pass in this process or as Spark jobs (default: in this process "
-        "for local Parquet of up to 512 MB in local mode)",
+        "for local Parquet of up to 128 MB in local mode)",
     )
     parser.add_argument("--master", help="Spark master URL (default local[*])")
     add_output_options(parser)

@@ -33,7 +33,7 @@ class DecontaminateConfig:
     cut_margin: int = DEFAULT_CUT_MARGIN
     min_chars: int = DEFAULT_MIN_CHARS
     # Local Parquet corpora up to this many bytes run in this process (0: always Spark).
-    driver_max_bytes: int = 512 * 2**20
+    driver_max_bytes: int = 128 * 2**20
 
     def __post_init__(self) -> None:
         for name, least in (

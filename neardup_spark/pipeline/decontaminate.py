@@ -150,7 +150,9 @@ def driver_pass(
         pa.types.is_string(text_type) or pa.types.is_large_string(text_type),
         str(text_type),
     )
-    batches = table.to_batches(max_chunksize=DRIVER_BATCH_ROWS)
+    batches = table.to_batches(max_chunksize=DRIVER_BATCH_ROWS) or [
+        pa.RecordBatch.from_pylist([], schema=table.schema)
+    ]
     held = [gram_docs_fn(ref, config.text_col)(b) for b in batches]
     grams = pa.Table.from_batches(held, schema=pa.schema([(GRAM, pa.int64())]))
     counted = pc.value_counts(grams.column(GRAM).combine_chunks())
@@ -163,10 +165,16 @@ def driver_pass(
     os.makedirs(local_path(staged.child(MATCHES)), exist_ok=True)
     pq.write_table(found, local_path(staged.child(f"{MATCHES}/part-00000.parquet")))
     clean = clean_fn(kept, config.text_col, config.cut_spans, config.cut_margin, config.min_chars)
-    cleaned = pa.Table.from_batches([clean(b) for b in batches], schema=table.schema)
     os.makedirs(local_path(staged.child(CLEAN)), exist_ok=True)
-    pq.write_table(cleaned, local_path(staged.child(f"{CLEAN}/part-00000.parquet")))
-    return PassResult(table.num_rows, len(common), cleaned.num_rows, found)
+    clean_rows = 0
+    with pq.ParquetWriter(
+        local_path(staged.child(f"{CLEAN}/part-00000.parquet")), table.schema
+    ) as w:
+        for batch in batches:  # written as cleaned: one batch's copy in memory at a time
+            cleaned = clean(batch)
+            clean_rows += cleaned.num_rows
+            w.write_batch(cleaned)
+    return PassResult(table.num_rows, len(common), clean_rows, found)
 
 
 def spark_pass(
