@@ -103,7 +103,8 @@ def decide_corpus_pass(listed: ListedInput, local_threads: int, limit: int) -> C
         return Choice(step, SPARK, "tasks run on other machines", (SPARK,))
     if not all(is_local_path(f) for f in listed.files):
         return Choice(step, SPARK, "input files not on this machine", (SPARK,))
-    if listed.is_dir and any("=" in f[len(listed.path) :] for f in listed.files):
+    root = len(local_path(listed.path).rstrip("/"))
+    if listed.is_dir and any("=" in local_path(f)[root:] for f in listed.files):
         return Choice(step, SPARK, "partition directories (name=value)", (SPARK,))
     size = sum(os.path.getsize(local_path(f)) for f in listed.files)
     why = f"input {mb(size)} {'<=' if size <= limit else '>'} driver_max_bytes {mb(limit)}"
