@@ -82,6 +82,7 @@ def test_missing_corpus_and_reference_exit_2(tmp_path, capsys):
     assert "--reference: input not found" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.extended
 def test_cli_run(corpus, tmp_path):
     ref = write_jsonl(tmp_path / "bench.jsonl.gz", [{"id": "q1", "question": ITEM}])
