@@ -32,6 +32,7 @@ from neardup_spark import __version__
 from neardup_spark.cli import (
     bench,
     boilerplate,
+    decontaminate,
     dedupe,
     eval_boilerplate,
     eval_extract,
@@ -66,6 +67,7 @@ log = logging.getLogger("neardup_spark")
 SUBCOMMANDS = (
     dedupe,
     boilerplate,
+    decontaminate,
     index,
     fingerprint,
     report,
