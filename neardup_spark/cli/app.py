@@ -43,6 +43,7 @@ from neardup_spark.cli import (
     index,
     ingest,
     jvm_archive,
+    match,
     report,
     warmup,
 )
@@ -68,6 +69,7 @@ SUBCOMMANDS = (
     dedupe,
     boilerplate,
     decontaminate,
+    match,
     index,
     fingerprint,
     report,

@@ -168,6 +168,19 @@ def candidates_on_driver(
     order = np.lexsort((fps, keys))
     a, b = bucket_pairs(keys[order], pa.array(fps[order], pa.int64()), top)
     new_a, new_b = a.to_numpy(), b.to_numpy()
+    old_a, old_b, stored = indexed_candidates(ctx, fresh, probed)
+    doc_a, doc_b = _distinct_pairs(np.r_[new_a, old_a], np.r_[new_b, old_b])
+    return doc_a, doc_b, stored
+
+
+def indexed_candidates(
+    ctx: BatchContext, fresh: pa.Table, probed: Probed
+) -> tuple[np.ndarray, np.ndarray, pa.Table]:
+    """The new x indexed candidate pairs of the ``fresh`` contents (new fingerprint, indexed
+    fingerprint), from the probe: per band key, the ``bucket_all_pairs_max`` smallest indexed
+    fingerprints; and where the indexed sides are (``exact_fp``, ``part``, ``row``)."""
+    top = ctx.config.bucket_all_pairs_max
+    keys, fps = _key_entries(fresh)
     matches = probed.matches.sort_by([(BAND_KEY, "ascending"), (EXACT_FP, "ascending")])
     m_keys = matches.column(BAND_KEY).to_numpy()
     starts = np.flatnonzero(np.r_[True, m_keys[1:] != m_keys[:-1]]) if len(m_keys) else m_keys
@@ -175,11 +188,8 @@ def candidates_on_driver(
     matches = matches.filter(pa.array(rank < top))
     entries = pa.table({BAND_KEY: pa.array(keys, pa.int64()), "new_fp": pa.array(fps, pa.int64())})
     joined = entries.join(matches, BAND_KEY, join_type="inner")
-    old_a = joined.column("new_fp").to_numpy()
-    old_b = joined.column(EXACT_FP).to_numpy()
-    doc_a, doc_b = _distinct_pairs(np.r_[new_a, old_a], np.r_[new_b, old_b])
     stored = joined.select([EXACT_FP, PART, ROW]).group_by([EXACT_FP, PART, ROW]).aggregate([])
-    return doc_a, doc_b, stored
+    return joined.column("new_fp").to_numpy(), joined.column(EXACT_FP).to_numpy(), stored
 
 
 def texts_on_driver(ctx: BatchContext, fresh: pa.Table, stored: pa.Table) -> pa.Table:

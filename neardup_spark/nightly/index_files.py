@@ -36,6 +36,7 @@ from neardup_spark.nightly.layout import (
     VERSION_NAME,
     version_number,
 )
+from neardup_spark.nightly.readers import held_versions
 
 log = logging.getLogger(__name__)
 
@@ -132,13 +133,19 @@ def collect_garbage(
     keep: int,
     before_each: Callable[[], None],
 ) -> list[str]:
-    """Delete the entries of the index's record that no kept version (the last ``keep``)
-    refers to, and the commit log's entries older than every kept version (and than the one
-    ``CURRENT`` names); ``before_each`` runs before each deletion (the lease's check). Returns
-    the deleted paths."""
+    """Delete the entries of the index's record that no kept version (the last ``keep``, and
+    those a live reader holds: :mod:`.readers`) refers to, and the commit log's entries older
+    than every kept version (and than the one ``CURRENT`` names); ``before_each`` runs before
+    each deletion (the lease's check). Returns the deleted paths."""
     before_each()
     ownership = index_ownership(storage, root, manifest)
     kept = version_chain(storage, root, manifest, keep)
+    held, stale_readers = held_versions(storage, root)
+    names = {m["name"] for m in kept}
+    for name in sorted(held - names):  # older versions a reader still reads
+        text = storage.read_text(join(root, name, MANIFEST_FILE))
+        if text:
+            kept.append(json.loads(text))
     kept_entries = entries_of(kept)
     pointer = version_number((storage.read_text(join(root, CURRENT_FILE)) or "").strip())
     log_floor = min([int(m["version"]) for m in kept] + [pointer or 0])
@@ -155,6 +162,8 @@ def collect_garbage(
             ):
                 doomed.append(f"{COMMITS_DIR}/{entry}")
     deleted = []
+    for path in stale_readers:  # readers whose beats stopped: they hold nothing
+        storage.delete(path)
     for rel in doomed:
         before_each()
         storage.delete(join(root, rel))
