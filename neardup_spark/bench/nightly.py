@@ -55,6 +55,7 @@ from neardup_spark.bench.tables import NIGHTLY_PAGE, nightly_markdown, write_pag
 from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID
 from neardup_spark.config import DedupeConfig, SessionSettings
 from neardup_spark.nightly.docs import latest_rows
+from neardup_spark.nightly.match import run_match
 from neardup_spark.nightly.run import run_incremental
 from neardup_spark.nightly.store import Index
 from neardup_spark.pipeline.dedupe import run
@@ -222,12 +223,13 @@ def measure_size(
         f"(plain run {plain['wall_seconds']:.1f} s)"
     )
     shutil.copytree(index_dir, root / "index-before-nightly")
-    nightly, full = time_nightly_and_full(session, config, size, paths, echo)
+    nightly, full, matches = time_nightly_and_full(session, config, size, paths, echo)
     cli = cli_nights(root, paths, root / "index-before-nightly", size.master)
     shutil.rmtree(root / "index-before-nightly", ignore_errors=True)
     echo(f"[nightly] {size.index_docs:,}: as fresh CLI processes: {json.dumps(cli)}")
     report = min(nightly, key=lambda t: t[1])[0]
     full_report = min(full, key=lambda t: t[1])[0]
+    match_report = min(matches, key=lambda t: t[1])[0]
     nightly_wall, full_wall = min(t[1] for t in nightly), min(t[1] for t in full)
     nightly_cpu, full_cpu = _best_cpu(nightly), _best_cpu(full)
     input_bytes = _dir_bytes(paths["base"]) + _dir_bytes(paths["new"])
@@ -243,6 +245,8 @@ def measure_size(
         "build_cpu_seconds": round(build_cpu, 1) if build_cpu else None,
         "nightly_work_seconds": report["wall_seconds"],
         "full_work_seconds": full_report["wall_seconds"],
+        "match_work_seconds": match_report["wall_seconds"],
+        "match_vs_night": _ratio(match_report["wall_seconds"], report["wall_seconds"]),
         "work_speedup": _ratio(full_report["wall_seconds"], report["wall_seconds"]),
         "nightly_seconds": round(nightly_wall, 1),
         "full_seconds": round(full_wall, 1),
@@ -272,17 +276,23 @@ def time_nightly_and_full(
     size: NightlySize,
     paths: dict[str, str],
     echo: Callable[[str], None],
-) -> tuple[list[Timing], list[Timing]]:
-    """``size.repeats`` timings of the nightly run (the index restored before each repeat) and
-    of the full rerun."""
+) -> tuple[list[Timing], list[Timing], list[Timing]]:
+    """``size.repeats`` timings of the nightly run (the index restored before each repeat), of
+    the full rerun, and of ``neardup match`` of the night's batch against the index before it."""
     root = size.root
     index_dir, saved = root / "index", root / "index-before-nightly"
     nightly: list[Timing] = []
     full: list[Timing] = []
+    matches: list[Timing] = []
     for attempt in range(size.repeats):
         if attempt:
             shutil.rmtree(index_dir)
             shutil.copytree(saved, index_dir)
+        # the same batch matched against the same index first (it leaves the index as it is)
+        matches.append(
+            timed(run_match, session, paths["new"], str(root / "out-match"), str(index_dir),
+                  config, True)
+        )  # fmt: skip
         nightly.append(
             timed(
                 run_incremental,
@@ -297,10 +307,10 @@ def time_nightly_and_full(
         full.append(timed(full_run, session, paths["all"], str(root / "out-full"), config))
         echo(
             f"[nightly] {size.index_docs:,}: {size.new_docs:,} new documents in "
-            f"{nightly[-1][1]:.1f} s, full rerun of {size.index_docs + size.new_docs:,} in "
-            f"{full[-1][1]:.1f} s"
+            f"{nightly[-1][1]:.1f} s (matched in {matches[-1][1]:.1f} s), full rerun of "
+            f"{size.index_docs + size.new_docs:,} in {full[-1][1]:.1f} s"
         )
-    return nightly, full
+    return nightly, full, matches
 
 
 def cross_day_recall(

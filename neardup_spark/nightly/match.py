@@ -40,6 +40,7 @@ from neardup_spark.io.corpus import (
     list_input,
     read_corpus,
 )
+from neardup_spark.io.filesystem import join, write_parquet_file
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.io.output import REPORT_FILE, OutputDir, OutputLayout
 from neardup_spark.nightly.docs import current_rows_collected
@@ -58,8 +59,15 @@ from neardup_spark.nightly.run import check_incremental_config, make_run_id
 from neardup_spark.nightly.steps import BatchContext, batch_features
 from neardup_spark.nightly.store import DOCS, FP_A, FP_B, Index
 from neardup_spark.pipeline.dedupe import RunJob
+from neardup_spark.pipeline.deduplicated_copy import copy_here, rows_copy
 from neardup_spark.pipeline.execution import maybe_broadcast
-from neardup_spark.pipeline.plan import DRIVER, Plan, decide_night_sketch
+from neardup_spark.pipeline.plan import (
+    DRIVER,
+    Choice,
+    Plan,
+    decide_deduplicated,
+    decide_night_sketch,
+)
 from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.runtime.engine import from_arrow
 
@@ -69,6 +77,7 @@ MATCHES, DEDUPLICATED = "matches", "deduplicated"
 INDEXED_ID, KEPT_ID = "indexed_id", "kept_id"
 MATCH_LAYOUT = OutputLayout(committed=(MATCHES, DEDUPLICATED, REPORT_FILE), kind="match run")
 _NEW_FP, _OLD_FP = "new_fp", "old_fp"
+PART_FILE = "part-00000.parquet"
 
 
 def content_matches(known: np.ndarray, edges: pa.Table, fresh_fps: np.ndarray) -> pa.Table:
@@ -167,13 +176,27 @@ def empty(night: Any) -> pa.Table:
     )
 
 
-def write_deduplicated(
-    spark: SparkSession, df: DataFrame, id_col: str, removed: pa.Array, path: str
+def write_outputs(
+    ctx: BatchContext, matches: pa.Table, removed: pa.Array, staged: OutputDir
 ) -> None:
-    """The batch's rows less the ``removed`` ids, as Parquet at ``path``."""
-    gone = from_arrow(spark, pa.table({id_col: removed}).cast(pa.schema([(id_col, removed.type)])))
-    kept = df.join(maybe_broadcast(gone, len(removed)), id_col, "left_anti")
-    kept.write.parquet(path)
+    """``matches/`` (one file, by this process) and ``deduplicated/``: the batch's rows less the
+    ``removed`` ids, copied from its files by this process where the plan allows a copy (a batch
+    read here into a local OUTPUT, as a night's), else by a Spark anti-join."""
+    id_col = ctx.config.id_col
+    write_parquet_file(join(staged.child(MATCHES), PART_FILE), matches, staged.storage)
+    here = ctx.documents is not None
+    settings = ctx.plan.settings
+    choice = decide_deduplicated(ctx.plan.facts, settings, len(removed), here, False, False)
+    if choice.where == "driver_copy" and here:
+        ctx.plan.record(choice)
+        copy_here(rows_copy(ctx.plan.facts, ctx.df.schema), id_col, removed, staged, DEDUPLICATED)
+        return
+    why = f"{choice.where} is a full run's; a match joins the batch with its removed ids"
+    ctx.plan.record(Choice(choice.step, "spark_join", why, choice.feasible))
+    schema = pa.schema([(id_col, removed.type)])
+    gone = from_arrow(ctx.spark, pa.table({id_col: removed}).cast(schema))
+    kept = ctx.df.join(maybe_broadcast(gone, len(removed)), id_col, "left_anti")
+    kept.write.parquet(staged.child(DEDUPLICATED))
 
 
 def run_match(
@@ -228,8 +251,7 @@ def run_match(
             staged = out.claim_staging(run_id)
             removed = removed_ids(matches, config.cluster_rule)
             with timer.stage("write"):
-                from_arrow(spark, matches).coalesce(1).write.parquet(staged.child(MATCHES))
-                write_deduplicated(spark, df, config.id_col, removed, staged.child(DEDUPLICATED))
+                write_outputs(ctx, matches, removed, staged)
             report = match_report(ctx, matches, len(removed), index, out.path, started)
             staged.write_json(REPORT_FILE, report)
             manifest = {"run_id": run_id, "neardup_spark_version": __version__, "index": index.name}

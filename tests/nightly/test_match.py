@@ -166,3 +166,20 @@ def test_the_command_line_prints_and_exits_zero(indexed, tmp_path):
     )  # fmt: skip
     assert missing.returncode == 2
     assert "no index at" in missing.stderr
+
+
+def test_a_batch_spark_reads_gives_the_same_outputs(spark, indexed, matched, tmp_path):
+    """JSON lines: the per-document pass in Spark tasks, deduplicated/ by a Spark join."""
+    root, _ = indexed
+    report, matches = matched
+    batch = pq.read_table(root / "night3")
+    (tmp_path / "json").mkdir()
+    batch.to_pandas().to_json(tmp_path / "json" / "part-0.jsonl", orient="records", lines=True)
+    other = run_match(spark, str(tmp_path / "json"), str(tmp_path / "out"), str(root / "index"),
+                      build_config())  # fmt: skip
+    assert other["plan"]["sketch"]["where"] != "driver"
+    assert other["plan"]["deduplicated"]["where"] == "spark_join"
+    assert report["plan"]["deduplicated"]["where"] == "driver_copy"
+    assert read(tmp_path / "out" / "matches").equals(matches)
+    kept = sorted(read(tmp_path / "out" / "deduplicated").column("id").to_pylist())
+    assert kept == sorted(read(root / "matched" / "deduplicated").column("id").to_pylist())
