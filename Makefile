@@ -19,7 +19,7 @@ COMPAT_SPARK_spark4 := pyspark>=4,<5
 COMPAT_PYTHON_spark35 ?= $(firstword $(shell python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
 COMPAT_PYTHON_spark4 ?= $(firstword $(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
-.PHONY: help setup demo test test-extended test-all test-compat wheel wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate eval-removals clean
+.PHONY: help setup demo test test-extended test-all test-compat wheel wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate eval-removals eval-containment clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -170,6 +170,9 @@ eval-extract: $(STAMP)  ## main-content extraction F1 and WARC reader speed on .
 
 eval-removals: $(STAMP)  ## chains of revised real articles (../shared/data) among 3,000 generated documents: each cluster rule's removals scored by exact Jaccard
 	$(BIN)/python -m neardup_spark.quality.revisions ../shared/data out/eval-removals
+
+eval-containment: $(STAMP)  ## growing versions and quoted paragraphs of real articles (../shared/data) among 3,000 generated documents: containment's recall, precision and removals scored exactly, against a Jaccard run
+	$(BIN)/python -m neardup_spark.quality.containment_eval ../shared/data out/eval-containment
 
 EVAL_BP := out/eval-boilerplate
 eval-boilerplate: $(STAMP)  ## boilerplate settings on generated template pages and the WARC samples of ../shared/data

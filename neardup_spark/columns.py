@@ -13,6 +13,7 @@ SIMILARITY = "similarity"
 JACCARD = "jaccard"
 ESTIMATE = "estimate"
 HAMMING = "hamming"
+CONTAINMENT = "containment"  # pairs/ under --similarity containment
 
 # Internal, between stages
 TEXT = "text"

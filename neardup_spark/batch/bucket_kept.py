@@ -13,10 +13,11 @@ import pyarrow.compute as pc
 
 from neardup_spark.batch import BatchFn
 from neardup_spark.batch.documents import shingle_sets_fn
-from neardup_spark.columns import BAND_KEY, DOC_A, DOC_B, DOC_ID, SKETCH, TEXT
+from neardup_spark.columns import BAND_KEY, DOC_A, DOC_B, DOC_ID, N_SHINGLES, SKETCH, TEXT
 from neardup_spark.config import DedupeConfig
 from neardup_spark.kernels.arrow_buffers import csr_from_binary
 from neardup_spark.kernels.bucket_kept import bucket_kept_pairs, estimate_bounds
+from neardup_spark.kernels.jaccard import distinct_counts
 
 COMPARISONS = "comparisons"
 SKIPPED = "skipped"
@@ -24,12 +25,19 @@ SKIPPED = "skipped"
 
 def member_sketches_fn(config: DedupeConfig) -> BatchFn:
     """One batch of ``doc_id``, ``text`` -> ``doc_id``, ``sketch`` (the per-document pass's
-    MinHash values, recomputed: the per-document table does not keep them)."""
+    MinHash values, recomputed: the per-document table does not keep them), and under
+    containment ``n_shingles``."""
     sets_of = shingle_sets_fn(config)
+    sizes = config.similarity == "containment"
 
     def run(batch: pa.RecordBatch) -> pa.RecordBatch:
-        _, sketches = sets_of(batch.column(TEXT))
-        return pa.RecordBatch.from_arrays([batch.column(DOC_ID), sketches], names=[DOC_ID, SKETCH])
+        shingles, sketches = sets_of(batch.column(TEXT))
+        columns, names = [batch.column(DOC_ID), sketches], [DOC_ID, SKETCH]
+        if sizes:  # the keep order's first key under containment
+            offsets, values = csr_from_binary(shingles, np.uint64)
+            columns.append(pa.array(distinct_counts(offsets, values), pa.int32()))
+            names.append(N_SHINGLES)
+        return pa.RecordBatch.from_arrays(columns, names=names)
 
     return run
 
@@ -38,7 +46,9 @@ def kept_pairs(members: pa.Table, config: DedupeConfig) -> tuple[pa.Table, int, 
     """Rows ``band_key``, ``doc_id``, ``sketch`` of large buckets' members -> the greedy's
     candidate pairs ``doc_a < doc_b`` (each bucket's members in id order, the default keep
     order), its comparisons and the comparisons skipped over ``config.bucket_kept_max``."""
-    ordered = members.sort_by([(BAND_KEY, "ascending"), (DOC_ID, "ascending")])
+    # in keep order: under containment the container (more shingles) first
+    by_size = [(N_SHINGLES, "descending")] if config.similarity == "containment" else []
+    ordered = members.sort_by([(BAND_KEY, "ascending"), *by_size, (DOC_ID, "ascending")])
     ids = ordered.column(DOC_ID).combine_chunks()
     if ordered.num_rows < 2:
         return pa.table({DOC_A: ids.slice(0, 0), DOC_B: ids.slice(0, 0)}), 0, 0
@@ -46,7 +56,10 @@ def kept_pairs(members: pa.Table, config: DedupeConfig) -> tuple[pa.Table, int, 
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     _, values = csr_from_binary(ordered.column(SKETCH).combine_chunks(), np.uint32)
     sketches = values.reshape(ordered.num_rows, config.num_perm)
-    pair_bound, removal_bound = estimate_bounds(config.threshold, config.num_perm)
+    # (under containment, pairs are looked for down to the Jaccard the banding is tuned for;
+    # a member is taken as removed at the threshold's Jaccard, which implies its containment)
+    pair_bound = estimate_bounds(config.jaccard_floor, config.num_perm)[0]
+    removal_bound = estimate_bounds(config.threshold, config.num_perm)[1]
     found = bucket_kept_pairs(starts, sketches, config.bucket_kept_max, pair_bound, removal_bound)
     doc_a, doc_b = ids.take(pa.array(found.left)), ids.take(pa.array(found.right))
     distinct = pc.not_equal(doc_a, doc_b)  # a 64-bit key collision across two bands

@@ -11,6 +11,7 @@ from neardup_spark.columns import (
     BAND_KEYS,
     CHAR_UNIT,
     DOC_ID,
+    N_SHINGLES,
     NORMALIZED,
     SHINGLES,
     SKETCH,
@@ -21,6 +22,7 @@ from neardup_spark.kernels.arrow_buffers import (
     binary_from_rows,
     key_lists,
 )
+from neardup_spark.kernels.jaccard import distinct_counts
 from neardup_spark.kernels.lsh import band_keys
 from neardup_spark.kernels.minhash import MultiplyShiftFamily, signatures
 from neardup_spark.kernels.shingles import document_shingles
@@ -50,23 +52,27 @@ def minhash_columns_fn(config: DedupeConfig) -> Callable[[pa.RecordBatch], pa.Re
     """One batch of ``doc_id``, ``normalized``, ``char_unit`` -> ``doc_id``, ``shingles`` (the
     document's uint64 shingle hashes in text order, repeats kept, as bytes), ``sketch``
     (``num_perm`` uint32 MinHash values as bytes), ``band_keys`` (``bands`` int64 keys; empty for
-    a document without shingles); captures plain parameters only."""
+    a document without shingles), and under containment ``n_shingles`` (its distinct shingles,
+    int32); captures plain parameters only."""
     bands, rows = config.banding.bands, config.banding.rows
     sets_of = minhash_sets_fn(config)
+    sizes = config.similarity == "containment"
 
     def run(batch: pa.RecordBatch) -> pa.RecordBatch:
         char_unit = batch.column(CHAR_UNIT).to_numpy(zero_copy_only=False)
         offsets, shingles, sketches = sets_of(batch.column(NORMALIZED), char_unit)
         # Documents without shingles get no band keys: they can never be candidates.
         keys = key_lists(band_keys(sketches, bands, rows), np.diff(offsets) > 0)
-        return pa.RecordBatch.from_arrays(
-            [
-                batch.column(DOC_ID),
-                binary_from_csr(offsets, shingles),
-                binary_from_rows(sketches),
-                keys,
-            ],
-            names=[DOC_ID, SHINGLES, SKETCH, BAND_KEYS],
-        )
+        columns = [
+            batch.column(DOC_ID),
+            binary_from_csr(offsets, shingles),
+            binary_from_rows(sketches),
+            keys,
+        ]
+        names = [DOC_ID, SHINGLES, SKETCH, BAND_KEYS]
+        if sizes:  # containment's keep order: the container (more shingles) first
+            columns.append(pa.array(distinct_counts(offsets, shingles), pa.int32()))
+            names.append(N_SHINGLES)
+        return pa.RecordBatch.from_arrays(columns, names=names)
 
     return run

@@ -1,5 +1,6 @@
-"""Scoring candidate pairs on Arrow batches: exact Jaccard of the shingle-hash sets and the
-MinHash estimate, from side rows that a shuffle brought together."""
+"""Scoring candidate pairs on Arrow batches: exact Jaccard of the shingle-hash sets, the
+MinHash estimate and the containment of the smaller set in the larger, from side rows that a
+shuffle brought together."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from neardup_spark.batch.documents import shingle_sets_fn
-from neardup_spark.columns import DOC_A, DOC_B, ESTIMATE, JACCARD, SHINGLES, SKETCH, TEXT
+from neardup_spark.columns import (
+    CONTAINMENT,
+    DOC_A,
+    DOC_B,
+    ESTIMATE,
+    JACCARD,
+    SHINGLES,
+    SKETCH,
+    TEXT,
+)
 from neardup_spark.config import DedupeConfig
 from neardup_spark.kernels.arrow_buffers import csr_from_binary
-from neardup_spark.kernels.jaccard import pair_jaccards
+from neardup_spark.kernels.jaccard import pair_scores
 
 SIDE = "side"  # 0: the row carries doc_a's data, 1: doc_b's
 
@@ -31,7 +41,7 @@ def score_pairs(pairs: pa.Table) -> pa.RecordBatch:
     off_a, val_a = csr_from_binary(a.column(SHINGLES).combine_chunks(), np.uint64)
     off_b, val_b = csr_from_binary(b.column(SHINGLES).combine_chunks(), np.uint64)
     n = a.num_rows
-    jaccard = pair_jaccards(off_a, val_a, off_b, val_b)
+    jaccard, containment = pair_scores(off_a, val_a, off_b, val_b)
     sk_off_a, sk_a = csr_from_binary(a.column(SKETCH).combine_chunks(), np.uint32)
     _, sk_b = csr_from_binary(b.column(SKETCH).combine_chunks(), np.uint32)
     width = int(sk_off_a[1] - sk_off_a[0]) if n else 0
@@ -45,8 +55,9 @@ def score_pairs(pairs: pa.Table) -> pa.RecordBatch:
             a.column(DOC_B).combine_chunks(),
             pa.array(jaccard),
             pa.array(estimate),
+            pa.array(containment),
         ],
-        names=[DOC_A, DOC_B, JACCARD, ESTIMATE],
+        names=[DOC_A, DOC_B, JACCARD, ESTIMATE, CONTAINMENT],
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from neardup_spark.config import METHODS, JobSettings, load_settings
+from neardup_spark.config import METHODS, SIMILARITIES, JobSettings, load_settings
 from neardup_spark.errors import UserError
 from neardup_spark.io.format_names import INPUT_FORMATS
 
@@ -118,7 +118,18 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
     add_column_options(parser)
     parser.add_argument("--ngram", type=int, help="words per shingle (default 5)")
     parser.add_argument("--num-perm", type=int, help="MinHash sketch size (default 200)")
-    parser.add_argument("--threshold", type=float, help="Jaccard a pair must reach (default 0.8)")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        help="Jaccard (or with --similarity containment, containment) a pair must reach "
+        "(default 0.8)",
+    )
+    parser.add_argument(
+        "--similarity",
+        choices=SIMILARITIES,
+        help="minhash: jaccard (default), or containment of the smaller document in the "
+        "larger, the contained one removed in favour of its container (docs/containment.md)",
+    )
     parser.add_argument("--bands", type=int, help="LSH bands (default: derived from the threshold)")
     parser.add_argument("--rows", type=int, help="rows per LSH band (with --bands)")
     parser.add_argument("--seed", type=int, help="seed of the MinHash permutations (default 42)")
@@ -128,6 +139,7 @@ def add_method_options(parser: argparse.ArgumentParser) -> None:
 
 METHOD_OPTIONS = (
     "method",
+    "similarity",
     "id_col",
     "text_col",
     "ngram",

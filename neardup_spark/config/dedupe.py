@@ -24,6 +24,8 @@ SIMHASH_WEIGHTINGS = ("count", "binary")
 INDEX_CHECKS = ("full", "quick")
 REPRESENTATIVE_RULES = ("smallest_id", "longest_text")
 CLUSTER_RULES = ("anchored", "components")
+# jaccard: |A n B| / |A u B|; containment: |A n B| / |A| for the smaller set A (docs/containment.md)
+SIMILARITIES = ("jaccard", "containment")
 BOILERPLATE_MODES = ("template", "repeats")
 
 
@@ -97,6 +99,12 @@ class DedupeConfig:
     char_ngram: int = 5
     num_perm: int = 200
     threshold: float = 0.8
+    # What the threshold measures (MinHash): jaccard, or containment of the smaller shingle
+    # set in the larger, the contained document removed in favour of its container.
+    similarity: str = "jaccard"
+    # containment: the largest size ratio of two sets (larger / smaller) the candidates are
+    # tuned for (at min_recall); pairs further apart may still be found and are verified alike.
+    containment_max_ratio: float = 20.0
     # Requested banding; both None: derived from the threshold (see ``banding``).
     bands: int | None = None
     rows: int | None = None
@@ -156,7 +164,7 @@ class DedupeConfig:
         if (self.bands is None) != (self.rows is None):
             raise UserError("give both --bands and --rows, or neither (then they are derived)")
         if self.bands is None or self.rows is None:
-            return Banding(*choose_bands(self.threshold, self.num_perm, self.min_recall))
+            return Banding(*choose_bands(self.jaccard_floor, self.num_perm, self.min_recall))
         if self.bands < 1 or self.rows < 1 or self.bands * self.rows > self.num_perm:
             raise UserError(
                 f"bands x rows = {self.bands} x {self.rows} must be >= 1 each and fit in "
@@ -181,6 +189,7 @@ class DedupeConfig:
             ("simhash_weighting", SIMHASH_WEIGHTINGS),
             ("index_check", INDEX_CHECKS),
             ("cluster_rule", CLUSTER_RULES),
+            ("similarity", SIMILARITIES),
         ):
             if getattr(self, name) not in allowed:
                 raise UserError(
@@ -200,6 +209,8 @@ class DedupeConfig:
             )
         if not 0.0 < self.threshold <= 1.0:
             raise UserError(f"threshold must be in (0, 1], got {self.threshold}")
+        if self.similarity == "containment":
+            self._validate_containment()
         if not 0.0 < self.min_recall < 1.0:
             raise UserError(f"min_recall must be in (0, 1), got {self.min_recall}")
         for name in ("ngram", "char_ngram", "num_perm", "bucket_all_pairs_max", "bucket_kept_max"):
@@ -222,6 +233,39 @@ class DedupeConfig:
             )
         if self.prefer is not None and not (isinstance(self.prefer, str) and self.preference):
             raise UserError(f'prefer must be text like "quality desc", got {self.prefer!r}')
+
+    def _validate_containment(self) -> None:
+        ratio = self.containment_max_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or ratio < 1:
+            raise UserError(f"containment_max_ratio must be a number >= 1, got {ratio!r}")
+        if self.method != "minhash":
+            raise UserError(
+                f"--similarity containment works with --method minhash (got {self.method!r})"
+            )
+        if self.cluster_rule != "anchored":
+            raise UserError(
+                "--similarity containment removes a document in favour of the one containing "
+                "it: it needs the anchored rule (leave out --cluster-rule components)"
+            )
+
+    @property
+    def jaccard_floor(self) -> float:
+        """The least Jaccard a pair the threshold keeps may have: the threshold itself, or under
+        containment ``t / (1 + r - t)`` for sets ``r = containment_max_ratio`` times apart (a
+        set A with ``|A n B| >= t |A|`` and ``|B| <= r |A|``): what the banding is tuned for.
+
+        >>> round(DedupeConfig(similarity="containment").jaccard_floor, 4)
+        0.0396
+        """
+        if self.similarity != "containment":
+            return float(self.threshold)
+        t = float(self.threshold)
+        return t / (1.0 + float(self.containment_max_ratio) - t)
+
+    @property
+    def measure(self) -> str:
+        """The scored pairs' column the threshold applies to (``jaccard`` or ``containment``)."""
+        return self.similarity
 
     @property
     def preference(self) -> tuple[tuple[str, bool], ...]:

@@ -54,15 +54,16 @@ def _table_bits(entries: int) -> int:
     return bits
 
 
-def _pair_jaccards(
+def _pair_scores(
     off_a: np.ndarray, val_a: np.ndarray, off_b: np.ndarray, val_b: np.ndarray
 ) -> np.ndarray:
-    """Each pair's values go into one open-addressing hash table (linear probing), ``a``'s then
-    ``b``'s, counting distinct values of each and those in both: ~5 us a pair of ~500 shingles,
-    where sorting both and merging took ~33 us. A slot belongs to pair ``i`` while its stamp is
+    """Each pair's Jaccard and containment of the smaller set in the larger (columns 0 and 1).
+    Its values go into one open-addressing hash table (linear probing), ``a``'s then ``b``'s,
+    counting distinct values of each and those in both: ~5 us a pair of ~500 shingles, where
+    sorting both and merging took ~33 us. A slot belongs to pair ``i`` while its stamp is
     ``i + 1``, so the table is never cleared."""
     n = off_a.shape[0] - 1
-    out = np.zeros(n, dtype=np.float64)
+    out = np.zeros((n, 2), dtype=np.float64)
     longest = 0
     for i in range(n):
         longest = max(longest, off_a[i + 1] - off_a[i] + off_b[i + 1] - off_b[i])
@@ -96,7 +97,38 @@ def _pair_jaccards(
                     distinct_b += 1
                     inter += 1
         union = distinct_a + distinct_b - inter
-        out[i] = inter / union if union else 0.0
+        smaller = min(distinct_a, distinct_b)
+        out[i, 0] = inter / union if union else 0.0
+        out[i, 1] = inter / smaller if smaller else 0.0
+    return out
+
+
+def _distinct_counts(offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Distinct values of each CSR row, by the same stamped hash table as :func:`_pair_scores`."""
+    n = offsets.shape[0] - 1
+    out = np.zeros(n, dtype=np.int32)
+    longest = 0
+    for i in range(n):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    size = 1 << _table_bits(longest)
+    keys = np.zeros(size, dtype=np.uint64)
+    stamps = np.zeros(size, dtype=np.int64)
+    golden = np.uint64(_GOLDEN)
+    for i in range(n):
+        bits = _table_bits(offsets[i + 1] - offsets[i])
+        shift = np.uint64(64 - bits)
+        mask = np.int64((1 << bits) - 1)
+        stamp = i + 1
+        distinct = 0
+        for value in values[offsets[i] : offsets[i + 1]]:
+            slot = np.int64((np.uint64(value) * golden) >> shift)
+            while stamps[slot] == stamp and keys[slot] != value:
+                slot = (slot + np.int64(1)) & mask
+            if stamps[slot] != stamp:
+                stamps[slot] = stamp
+                keys[slot] = value
+                distinct += 1
+        out[i] = distinct
     return out
 
 
@@ -104,9 +136,26 @@ try:  # numba compiles the verification loop; the NumPy fallback gives the same 
     from numba import njit
 
     _table_bits = njit(inline="always", cache=True)(_table_bits)
-    _compiled_pair_jaccards = njit(cache=True, nogil=True)(_pair_jaccards)
+    _compiled_pair_scores = njit(cache=True, nogil=True)(_pair_scores)
+    _compiled_distinct_counts = njit(cache=True, nogil=True)(_distinct_counts)
 except ImportError:  # pragma: no cover - numba is a pinned dependency
-    _compiled_pair_jaccards = None
+    _compiled_pair_scores = _pair_scores
+    _compiled_distinct_counts = _distinct_counts
+
+
+def pair_scores(
+    off_a: np.ndarray, val_a: np.ndarray, off_b: np.ndarray, val_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Jaccard of the value *sets* of row ``i`` of two CSR arrays (repeats and order ignored),
+    and the containment of the smaller set in the larger (``|A n B| / min(|A|, |B|)``), for
+    every ``i``; 0.0 where the sets (the smaller set) are empty.
+
+    >>> off = np.array([0, 3]); j, c = pair_scores(off, np.array([3, 1, 3], np.uint64),
+    ...     np.array([0, 2]), np.array([1, 2], np.uint64)); (j.tolist(), c.tolist())
+    ([0.3333333333333333], [0.5])
+    """
+    scores = _compiled_pair_scores(off_a, val_a, off_b, val_b)
+    return scores[:, 0].copy(), scores[:, 1].copy()
 
 
 def pair_jaccards(
@@ -119,15 +168,13 @@ def pair_jaccards(
     ...     np.array([0, 2]), np.array([1, 2], np.uint64)).tolist()
     [0.3333333333333333]
     """
-    if _compiled_pair_jaccards is not None:
-        return _compiled_pair_jaccards(off_a, val_a, off_b, val_b)
-    n = len(off_a) - 1
-    return np.array(
-        [
-            jaccard(
-                np.unique(val_a[off_a[i] : off_a[i + 1]]), np.unique(val_b[off_b[i] : off_b[i + 1]])
-            )
-            for i in range(n)
-        ],
-        dtype=np.float64,
-    )
+    return pair_scores(off_a, val_a, off_b, val_b)[0]
+
+
+def distinct_counts(offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The size of each CSR row's value *set* (int32): a document's distinct shingles.
+
+    >>> distinct_counts(np.array([0, 3, 3, 5]), np.array([7, 1, 7, 2, 2], np.uint64)).tolist()
+    [2, 0, 1]
+    """
+    return _compiled_distinct_counts(np.asarray(offsets, np.int64), values)

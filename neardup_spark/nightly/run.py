@@ -136,6 +136,12 @@ def check_incremental_config(config: DedupeConfig) -> DedupeConfig:
             f"--index works with --method minhash only (got {config.method!r}); run "
             "--method simhash or exact without --index"
         )
+    if config.similarity != "jaccard":
+        raise UserError(
+            "--index works with --similarity jaccard only: an index's nights keep the first "
+            "seen document, where containment keeps the container (run --similarity "
+            "containment without --index)"
+        )
     if config.representative != "smallest_id":
         raise UserError(
             "--index keeps cluster ids stable with the smallest_id representative rule only "

@@ -108,7 +108,13 @@ def index_settings(config: DedupeConfig) -> dict[str, Any]:
 def settings_differences(built: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
     """Human-readable differences between an index's settings and a run's."""
     out = []
-    built = {"cluster_rule": "components", **built}  # indexes of 0.4 and before: components
+    # indexes of 0.4 and before: components; of 0.5 and before: Jaccard (no containment keys)
+    built = {
+        "cluster_rule": "components",
+        "similarity": "jaccard",
+        "containment_max_ratio": 20.0,
+        **built,
+    }
     for key in sorted(set(built) | set(wanted)):
         if key == "hash_probe":
             continue

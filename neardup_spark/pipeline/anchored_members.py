@@ -42,6 +42,7 @@ from neardup_spark.columns import (
     DOC_ID,
     METHOD,
     N_CHARS,
+    N_SHINGLES,
     SIMILARITY,
 )
 from neardup_spark.kernels.anchored import components_removed
@@ -70,20 +71,25 @@ Ranking = tuple[DataFrame, list[tuple[str, bool]]]
 
 
 def keep_keys(ctx: RunContext, ranking: Ranking | None) -> list[tuple[str, bool]]:
-    """The keep order's keys before the smallest id: the ``--prefer`` columns, the longest
-    text, or none (the smallest id)."""
+    """The keep order's keys before the smallest id: under containment the most shingles first
+    (a container before what it contains), then the ``--prefer`` columns, the longest text, or
+    none (the smallest id)."""
+    first = [(N_SHINGLES, True)] if ctx.config.similarity == "containment" else []
     if ranking is not None:
-        return list(ranking[1])
-    return [(N_CHARS, True)] if ctx.config.representative == "longest_text" else []
+        return first + list(ranking[1])
+    longest = ctx.config.representative == "longest_text"
+    return first + ([(N_CHARS, True)] if longest else [])
 
 
 def key_table(ctx: RunContext, features: DataFrame, ranking: Ranking | None) -> DataFrame | None:
     """``doc_id`` and the keep keys' columns of every document (None: no keys)."""
+    sizes = ctx.config.similarity == "containment"
     if ranking is not None:
-        return ranking[0]
-    if ctx.config.representative == "longest_text":
-        return features.select(DOC_ID, N_CHARS)
-    return None
+        table = ranking[0]
+        return table.join(features.select(DOC_ID, N_SHINGLES), DOC_ID) if sizes else table
+    longest = ctx.config.representative == "longest_text"
+    columns = [*([N_SHINGLES] if sizes else []), *([N_CHARS] if longest else [])]
+    return features.select(DOC_ID, *columns) if columns else None
 
 
 def anchored_here(

@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from neardup_spark import __version__
+from neardup_spark.columns import CONTAINMENT, SIMILARITY
 from neardup_spark.config import DedupeConfig, ExecutionSettings, SessionSettings
 from neardup_spark.errors import UserError
 from neardup_spark.io.corpus import (
@@ -163,6 +164,8 @@ def dedupe_steps(
     pair_rows = driver.pair_rows if driver is not None and pending else None
     if pair_rows is not None and driver is not None and driver.added is not None:
         pair_rows = pa.concat_tables([pair_rows, driver.added.cast(pair_rows.schema)])
+    if pair_rows is not None and config.similarity == "containment":
+        pair_rows = pair_rows.append_column(CONTAINMENT, pair_rows.column(SIMILARITY))
     found = Found(
         clusters_here,
         pair_rows.cast(to_arrow_schema(pairs.schema)) if pair_rows is not None else None,

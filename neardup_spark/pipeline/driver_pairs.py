@@ -122,29 +122,29 @@ def driver_pair_parts(
         else:
             candidates = find_candidates(unique, counted)
     if config.method == "exact":
-        return parts, _driver_tables(docs, found)
+        return parts, _driver_tables(docs, found, config.measure)
     if exact_first:
         with timer.stage("candidates") as counted:
             candidates = find_candidates(unique, counted)
     with timer.stage("verify") as counted:
         if config.method == "minhash":
             kept = verified_minhash(candidates, texts_for(candidates), config, threads)
-            part = minhash_pairs(from_arrow_batches(spark, _nullable(kept)))
+            part = minhash_pairs(from_arrow_batches(spark, _nullable(kept)), config.measure)
         else:
             kept = verified_simhash(candidates, unique, config.hamming_k)
             part = simhash_pairs(from_arrow_batches(spark, _nullable(kept)))
         counts["near_pairs"] = counted["rows"] = kept.num_rows
     parts.append(part)
     found[config.method] = kept
-    return parts, _driver_tables(docs, found)
+    return parts, _driver_tables(docs, found, config.measure)
 
 
-def _driver_tables(docs: pa.Table, found: dict[str, pa.Table]) -> DriverTables:
+def _driver_tables(docs: pa.Table, found: dict[str, pa.Table], measure: str) -> DriverTables:
     edges = _edge_table(list(found.values()), docs)
-    return DriverTables(docs.column(DOC_ID), edges, pair_rows=_pair_rows(found))
+    return DriverTables(docs.column(DOC_ID), edges, pair_rows=_pair_rows(found, measure))
 
 
-def _pair_rows(found: dict[str, pa.Table]) -> pa.Table | None:
+def _pair_rows(found: dict[str, pa.Table], measure: str) -> pa.Table | None:
     """The ``pairs/`` rows of exact-copy edges and verified MinHash pairs, as
     :func:`~neardup_spark.stages.clusters.exact_pairs` and ``minhash_pairs`` make them (the
     column types of their DataFrames; the caller casts to their union's schema); None with
@@ -156,12 +156,13 @@ def _pair_rows(found: dict[str, pa.Table]) -> pa.Table | None:
         n = edges.num_rows
         ones = pa.array(np.ones(n), pa.float64())
         jaccard = ones if method == "exact" else edges.column(JACCARD)
+        similarity = ones if method == "exact" else edges.column(measure)
         estimate = pa.nulls(n, pa.float64()) if method == "exact" else edges.column(ESTIMATE)
         columns = {
             DOC_A: edges.column(DOC_A),
             DOC_B: edges.column(DOC_B),
             METHOD: pa.array([method] * n, pa.string()),
-            SIMILARITY: jaccard,
+            SIMILARITY: similarity,
             JACCARD: jaccard,
             ESTIMATE: estimate,
             HAMMING: pa.nulls(n, pa.int32()),
@@ -378,7 +379,7 @@ def verified_here(
 
     blocks = map_in_threads(score_block, range(0, n, _PAIRS_PER_BLOCK), max(1, threads))
     scored = pa.Table.from_batches(blocks)
-    return scored.filter(pc.greater_equal(scored.column(JACCARD), config.threshold))
+    return scored.filter(pc.greater_equal(scored.column(config.measure), config.threshold))
 
 
 def verified_simhash(candidates: pa.Table, docs: pa.Table, hamming_k: int) -> pa.Table:

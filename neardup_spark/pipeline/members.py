@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from neardup_spark.columns import CLUSTER_ID, DOC_A, DOC_B, DOC_ID
+from neardup_spark.columns import CLUSTER_ID, CONTAINMENT, DOC_A, DOC_B, DOC_ID, SIMILARITY
 from neardup_spark.pipeline.anchored_members import anchored_step, split_rows
 from neardup_spark.pipeline.components import (
     connected_components,
@@ -71,6 +71,8 @@ def members_and_pairs_written(
             pairs_written()
         raise
     every = pairs if added is None else pairs.unionByName(added_frame(ctx, added, pairs))
+    if ctx.config.similarity == "containment":  # pairs/'s own column: similarity measures it
+        every = every.withColumn(CONTAINMENT, F.col(SIMILARITY))
     if write_pairs and write_now and not alongside and not later:
         pairs_written = lambda: write_pairs(every)  # noqa: E731
     if pairs_written:  # before the intermediates it may still read are released

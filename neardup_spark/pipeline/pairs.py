@@ -222,11 +222,13 @@ def near_duplicate_pairs(
             scored = candidates.transform(hamming_scored(features))
             return scored.where(F.col(HAMMING) <= config.hamming_k)
         scored = scored_candidates(ctx, candidates, texts, addressed, parts)
-        return scored.transform(verified(config.threshold))
+        return scored.transform(verified(config.threshold, config.measure))
 
     with shuffle_partitions_at_least(ctx.spark, parts):  # the text join's shuffle too
         kept, counts["near_pairs"] = kept_stage(ctx, "verify", verified_pairs)
-    return minhash_pairs(kept) if config.method == "minhash" else simhash_pairs(kept)
+    return (
+        minhash_pairs(kept, config.measure) if config.method == "minhash" else simhash_pairs(kept)
+    )
 
 
 def scored_candidates(

@@ -122,9 +122,22 @@ def input_counts(features: pa.Table, ngram: int, char_ngram: int) -> dict[str, i
 
 def banding_section(config: DedupeConfig) -> dict[str, Any]:
     """The report's ``banding``: (b, r), the approximate threshold, the probability of becoming
-    a candidate at the threshold, and the S-curve."""
+    a candidate at the threshold, and the S-curve; under containment also the Jaccard floor the
+    banding is tuned for and the probability there."""
     bands, rows = config.banding.bands, config.banding.rows
+    floor = (
+        {
+            "jaccard_floor": round(config.jaccard_floor, 6),
+            "probability_at_jaccard_floor": round(
+                float(candidate_probability(config.jaccard_floor, bands, rows)), 6
+            ),
+            "containment_max_ratio": config.containment_max_ratio,
+        }
+        if config.similarity == "containment"
+        else {}
+    )
     return {
+        **floor,
         "bands": bands,
         "rows": rows,
         "approximate_threshold": round(approximate_threshold(bands, rows), 4),

@@ -53,6 +53,9 @@ def removal(output: str, doc_id: Any) -> dict[str, Any]:
         "similarity": row.get(SIMILARITY) if not row[IS_REPRESENTATIVE] else None,
         "cluster_size": int(size),
         "cluster_rule": report.get("cluster_rule", config.get("cluster_rule", "components")),
+        "measure": config.get("similarity", "jaccard")
+        if config.get("method") == "minhash"
+        else None,
     }
 
 
@@ -63,8 +66,9 @@ def format_removal(r: dict[str, Any]) -> str:
             f"kept      {r['doc_id']!r} in {r['output']}: its cluster's kept document, standing "
             f"for {r['cluster_size'] - 1:,} removed document(s) ({r['cluster_rule']} rule)\n"
         )
+    measure = f" ({r['measure']})" if r.get("measure") else ""
     recorded = (
-        f"similarity {r['similarity']:.4f} as clusters/ records it"
+        f"similarity{measure} {r['similarity']:.4f} as clusters/ records it"
         if r["similarity"] is not None
         else "no similarity recorded: it went with its connected component, not necessarily "
         "near its kept document"

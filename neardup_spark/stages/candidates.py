@@ -16,7 +16,16 @@ from neardup_spark.batch.bucket_kept import (
     member_sketches_fn,
 )
 from neardup_spark.batch.candidates import IDS, KEYS, PART, key_blocks_fn, pairs_in_blocks_fn
-from neardup_spark.columns import BAND_KEY, BAND_KEYS, DOC_A, DOC_B, DOC_ID, SKETCH, TEXT
+from neardup_spark.columns import (
+    BAND_KEY,
+    BAND_KEYS,
+    DOC_A,
+    DOC_B,
+    DOC_ID,
+    N_SHINGLES,
+    SKETCH,
+    TEXT,
+)
 from neardup_spark.config import DedupeConfig
 
 _MEMBERS = "members"
@@ -122,12 +131,13 @@ def member_sketches(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
     """
 
     def transform(texts: DataFrame) -> DataFrame:
-        schema = T.StructType(
-            [
-                T.StructField(DOC_ID, texts.schema[DOC_ID].dataType, False),
-                T.StructField(SKETCH, T.BinaryType(), False),
-            ]
-        )
+        fields = [
+            T.StructField(DOC_ID, texts.schema[DOC_ID].dataType, False),
+            T.StructField(SKETCH, T.BinaryType(), False),
+        ]
+        if config.similarity == "containment":
+            fields.append(T.StructField(N_SHINGLES, T.IntegerType(), False))
+        schema = T.StructType(fields)
         per_batch = over_batches(member_sketches_fn(config))
         return texts.select(DOC_ID, TEXT).mapInArrow(per_batch, schema)
 
@@ -153,8 +163,9 @@ def bucket_kept_candidates(config: DedupeConfig, parts: int) -> Callable[[DataFr
                 T.StructField(SKIPPED, T.LongType(), False),
             ]
         )
+        sizes = [N_SHINGLES] if config.similarity == "containment" else []
         return (
-            members.select(BAND_KEY, DOC_ID, SKETCH)
+            members.select(BAND_KEY, DOC_ID, SKETCH, *sizes)
             .repartition(parts, BAND_KEY)
             .mapInArrow(kept_pairs_fn(config), schema)
         )

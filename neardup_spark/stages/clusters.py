@@ -202,12 +202,14 @@ def _pairs(
     )
 
 
-def minhash_pairs(verified: DataFrame) -> DataFrame:
-    """Verified MinHash pairs -> ``pairs/`` rows (``similarity`` = exact Jaccard).
+def minhash_pairs(verified: DataFrame, measure: str = JACCARD) -> DataFrame:
+    """Verified MinHash pairs -> ``pairs/`` rows (``similarity`` = the exact ``measure``:
+    Jaccard, or the containment of the smaller set in the larger).
 
-    Input columns: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate``. Output: :data:`PAIRS_COLUMNS`.
+    Input columns: ``doc_a``, ``doc_b``, ``jaccard``, ``estimate``, ``containment``. Output:
+    :data:`PAIRS_COLUMNS`.
     """
-    return _pairs(verified, "minhash", F.col(JACCARD), F.col(JACCARD), F.col(ESTIMATE))
+    return _pairs(verified, "minhash", F.col(measure), F.col(JACCARD), F.col(ESTIMATE))
 
 
 def simhash_pairs(verified: DataFrame) -> DataFrame:

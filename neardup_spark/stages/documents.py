@@ -26,6 +26,7 @@ from neardup_spark.columns import (
     EXACT_FP,
     HAS_TEXT,
     N_CHARS,
+    N_SHINGLES,
     N_WORDS,
     NORMALIZED,
     REPLACED_BYTES,
@@ -56,16 +57,18 @@ def text_schema(id_type: T.DataType) -> T.StructType:
     )
 
 
-def minhash_schema(id_type: T.DataType) -> T.StructType:
-    """Output schema of :func:`minhash_sketch`."""
-    return T.StructType(
-        [
-            T.StructField(DOC_ID, id_type, False),
-            T.StructField(SHINGLES, T.BinaryType(), False),
-            T.StructField(SKETCH, T.BinaryType(), False),
-            T.StructField(BAND_KEYS, T.ArrayType(T.LongType(), False), False),
-        ]
-    )
+def minhash_schema(id_type: T.DataType, sizes: bool = False) -> T.StructType:
+    """Output schema of :func:`minhash_sketch` (``sizes``: with ``n_shingles``, under
+    containment)."""
+    fields = [
+        T.StructField(DOC_ID, id_type, False),
+        T.StructField(SHINGLES, T.BinaryType(), False),
+        T.StructField(SKETCH, T.BinaryType(), False),
+        T.StructField(BAND_KEYS, T.ArrayType(T.LongType(), False), False),
+    ]
+    if sizes:
+        fields.append(T.StructField(N_SHINGLES, T.IntegerType(), False))
+    return T.StructType(fields)
 
 
 def simhash_schema(id_type: T.DataType) -> T.StructType:
@@ -87,8 +90,11 @@ def documents_schema(
         f for f in text_schema(id_type).fields if f.name != NORMALIZED or config.exact_compare_text
     ]
     if config.method == "minhash":
+        sizes = config.similarity == "containment"
         fields += [
-            f for f in minhash_schema(id_type).fields[1:] if with_sets or f.name not in SET_COLUMNS
+            f
+            for f in minhash_schema(id_type, sizes).fields[1:]
+            if with_sets or f.name not in SET_COLUMNS
         ]
     elif config.method == "simhash":
         fields += simhash_schema(id_type).fields[1:]
@@ -186,7 +192,8 @@ def minhash_sketch(config: DedupeConfig) -> Callable[[DataFrame], DataFrame]:
     """
 
     def transform(docs: DataFrame) -> DataFrame:
-        schema = minhash_schema(docs.schema[DOC_ID].dataType)
+        sizes = config.similarity == "containment"
+        schema = minhash_schema(docs.schema[DOC_ID].dataType, sizes)
         return docs.select(DOC_ID, NORMALIZED, CHAR_UNIT).mapInArrow(
             over_batches(minhash_columns_fn(config)), schema
         )

@@ -12,6 +12,7 @@ from pyspark.sql import types as T
 
 from neardup_spark.batch.scoring import SIDE, score_sorted_sides, sets_from_texts_fn
 from neardup_spark.columns import (
+    CONTAINMENT,
     DOC_A,
     DOC_B,
     DOC_ID,
@@ -34,6 +35,7 @@ def scored_schema(id_type: T.DataType) -> T.StructType:
             T.StructField(DOC_B, id_type, False),
             T.StructField(JACCARD, T.DoubleType(), False),
             T.StructField(ESTIMATE, T.DoubleType(), False),
+            T.StructField(CONTAINMENT, T.DoubleType(), False),
         ]
     )
 
@@ -145,11 +147,12 @@ def scored_side_texts(
     return transform
 
 
-def verified(threshold: float) -> Callable[[DataFrame], DataFrame]:
-    """Scored pairs -> those whose exact Jaccard reaches ``threshold`` (same columns)."""
+def verified(threshold: float, measure: str = JACCARD) -> Callable[[DataFrame], DataFrame]:
+    """Scored pairs -> those whose exact ``measure`` (``jaccard``, or ``containment``) reaches
+    ``threshold`` (same columns)."""
 
     def transform(scored: DataFrame) -> DataFrame:
-        return scored.where(F.col(JACCARD) >= F.lit(threshold))
+        return scored.where(F.col(measure) >= F.lit(threshold))
 
     return transform
 

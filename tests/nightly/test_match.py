@@ -183,3 +183,18 @@ def test_a_batch_spark_reads_gives_the_same_outputs(spark, indexed, matched, tmp
     assert read(tmp_path / "out" / "matches").equals(matches)
     kept = sorted(read(tmp_path / "out" / "deduplicated").column("id").to_pylist())
     assert kept == sorted(read(root / "matched" / "deduplicated").column("id").to_pylist())
+
+
+def test_an_index_of_an_earlier_version_without_similarity_keys_is_served(spark, indexed, tmp_path):
+    """Indexes built before --similarity (0.5) hold no similarity settings: Jaccard."""
+    root, _ = indexed
+    copy = tmp_path / "index"
+    shutil.copytree(root / "index", copy)
+    index = Index.open(spark, str(copy))
+    settings = dict(index.manifest["settings"])
+    assert settings.pop("similarity") == "jaccard"
+    settings.pop("containment_max_ratio")
+    index.manifest["settings"] = settings  # as an earlier version wrote it
+    index.check_settings(build_config())
+    with pytest.raises(UserError, match="similarity"):
+        index.check_settings(build_config(options={"similarity": "containment"}))

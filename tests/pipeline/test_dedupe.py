@@ -223,7 +223,7 @@ def test_the_report_names_the_distributed_path_when_it_takes_no_round(spark, tmp
     execution = ExecutionSettings(components_single_task_max_edges=0, driver_max_docs=0)
     inp, out = str(tmp_path / "in.parquet"), str(tmp_path / "out")
     report = run(spark, inp, out, build_config(), execution=execution)
-    assert report["components"] == {"strategy": "distributed", "rounds": 0}
+    assert report["components"] == {"strategy": "distributed", "rounds": 0, "greedy_rounds": 0}
     ran(report, pairs="spark", components="distributed")
     clusters = read(tmp_path / "out" / "clusters").to_pylist()
     assert sorted((r["doc_id"], r["cluster_id"]) for r in clusters) == [

@@ -107,7 +107,7 @@ def test_preload_is_idempotent_and_loads_each_kernel():
     preload()
     for dispatcher in (
         minhash._compiled_minimums,
-        jaccard._compiled_pair_jaccards,
+        jaccard._compiled_pair_scores,
         normalize._ascii_words,
         compiled_words._shingle_hashes,
         compiled_words._word_simhashes,

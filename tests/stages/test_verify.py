@@ -37,4 +37,4 @@ def test_scoring_from_texts_equals_scoring_stored_sets(docs, sketches, config, s
     got = sorted(map(tuple, from_texts.collect()))
     assert got == sorted(map(tuple, stored.collect()))
     assert len(got) == len(every_pair)
-    assert dict(((a, b), j) for a, b, j, _ in got)[("a", "b")] == pytest.approx(51 / 61)
+    assert dict(((a, b), j) for a, b, j, _, _ in got)[("a", "b")] == pytest.approx(51 / 61)
