@@ -221,7 +221,7 @@ def run_match(
     if source.path is None:
         raise UserError("neardup match reads an input path")
     check_paths_apart({"input": source.path, "output": output, "index": index_dir})
-    index = Index.open(spark, index_dir)
+    index = Index.open(spark, index_dir, read_only=True)
     if not index.exists:
         raise UserError(
             f"no index at {index_dir}: build one with `neardup dedupe INPUT OUTPUT --index "

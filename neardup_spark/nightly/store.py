@@ -221,8 +221,9 @@ class Index:
     # ---- opening
 
     @classmethod
-    def open(cls, spark: SparkSession, root: str) -> Index:
-        """Open ``root`` (absent or without ``CURRENT``: a new, empty index).
+    def open(cls, spark: SparkSession, root: str, read_only: bool = False) -> Index:
+        """Open ``root`` (absent or without ``CURRENT``: a new, empty index); ``read_only``: a
+        reader's, which leaves ``CURRENT`` as it finds it.
 
         Raises :class:`UserError` for a directory that is not an index, or an index written by
         an incompatible version of neardup.
@@ -231,7 +232,8 @@ class Index:
         storage = storage_for(spark, root)
         manifest = read_manifest(storage, root)
         pointer = storage.read_text(join(root, CURRENT_FILE))
-        if manifest is not None and (pointer or "").strip() != manifest["name"]:
+        stale = manifest is not None and (pointer or "").strip() != manifest["name"]
+        if stale and not read_only:
             try:  # a hint only: the log entry is the commit
                 storage.replace_text(join(root, CURRENT_FILE), manifest["name"] + "\n")
             except Exception as exc:  # a read-only reader, a run replacing it meanwhile

@@ -18,6 +18,7 @@ import pytest
 
 from neardup_spark.config import build_config
 from neardup_spark.errors import UserError
+from neardup_spark.io.lease import hold_lease
 from neardup_spark.nightly.match import run_match
 from neardup_spark.nightly.readers import READERS_DIR, held_versions, reading
 from neardup_spark.nightly.run import run_incremental
@@ -198,3 +199,14 @@ def test_an_index_of_an_earlier_version_without_similarity_keys_is_served(spark,
     index.check_settings(build_config())
     with pytest.raises(UserError, match="similarity"):
         index.check_settings(build_config(options={"similarity": "containment"}))
+
+
+def test_it_runs_while_a_night_holds_the_index(spark, indexed, matched, tmp_path):
+    """No writer's lock: a match neither waits for a night holding the index nor takes it."""
+    root, _ = indexed
+    _, matches = matched
+    index = Index.open(spark, str(root / "index"))
+    with hold_lease(index.storage, index.root, "a night", timeout=0):
+        run_match(spark, str(root / "night3"), str(tmp_path / "out"), str(root / "index"),
+                  build_config(), lock_timeout=0)  # fmt: skip
+    assert read(tmp_path / "out" / "matches").equals(matches)
