@@ -126,6 +126,12 @@ def error_lines(stderr: str) -> list[str]:
             marks=pytest.mark.extended,
         ),
         pytest.param(
+            ("--similarity", "containment", *SPARK_STAGES),
+            {"sketch": "spark", "pairs": "spark"},
+            id="containment-spark",
+            marks=pytest.mark.extended,
+        ),
+        pytest.param(
             ("--strip-boilerplate", "--prefer", "quality desc"),
             {"sketch": "spark"},
             id="strip-prefer",
@@ -231,6 +237,29 @@ def test_a_night_over_connect_gives_the_classic_index(server, cli, tmp_path, cap
             report = json.loads((tmp_path / f"{kind}-{day}" / "report.json").read_text())
             where = "spark" if day == "day2" else "driver"
             ran(report, sketch=where, night=where)
+
+
+@pytest.mark.extended
+def test_a_match_over_connect_gives_the_classic_outputs(server, cli, tmp_path, capsys):
+    """neardup match of day 2 against day 1's index: over Connect, the same matches and
+    deduplicated rows, the index untouched."""
+    table, _ = generate_corpus(500, seed=11, mean_words=80)
+    days = {}
+    for day, part in (("day1", table.slice(0, 260)), ("day2", table.slice(260))):
+        days[day] = tmp_path / day
+        days[day].mkdir()
+        pq.write_table(part, days[day] / "part-0.parquet")
+    index = tmp_path / "index"
+    assert cli(["dedupe", str(days["day1"]), str(tmp_path / "out1"), "--index", str(index)]) == 0
+    manifest = (index / "CURRENT").read_text()
+    args = ["match", str(days["day2"])]
+    assert cli([*args, str(tmp_path / "classic"), "--index", str(index)]) == 0
+    capsys.readouterr()
+    done = remote(server, *args, str(tmp_path / "connect"), "--index", str(index))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same_outputs(tmp_path / "classic", tmp_path / "connect", ("matches", "deduplicated"))
+    assert rows(tmp_path / "classic", "matches")  # something to compare
+    assert (index / "CURRENT").read_text() == manifest
 
 
 @pytest.mark.extended
