@@ -175,38 +175,48 @@ def _group_starts(*keys: np.ndarray) -> np.ndarray:
 
 
 def item_matches(words: Words, ref: ReferenceGrams, hits: Hits) -> Matches:
-    """The (text, item) matches of ``hits``. An item's grams all have one length, so its hits
-    in a text, ordered by first word, have ordered last words too; two merge into one span
-    when they overlap or are adjacent in words (the next begins at most one word after the
-    previous ends). A span runs from its first word's first kept character to its last word's
-    last kept character + 1 (stripped punctuation at either end lies outside)."""
+    """The (text, item) matches of ``hits`` in the texts of ``words``
+    (:func:`span_matches` with each hit's characters taken from its words)."""
+    return span_matches(ref, hits, words.starts[hits.first], words.ends[hits.last])
+
+
+def span_matches(ref: ReferenceGrams, hits: Hits, starts: np.ndarray, ends: np.ndarray) -> Matches:
+    """The (text, item) matches of ``hits`` (``doc``: any int64 key of a text), each hit with
+    the character ``starts`` of its first word and ``ends`` of its last. An item's grams all
+    have one length, so its hits in a text, ordered by first word, have ordered last words
+    too; two merge into one span when they overlap or are adjacent in words (the next begins at
+    most one word after the previous ends). A span runs from its first word's first kept
+    character to its last word's last kept character + 1 (stripped punctuation at either end
+    lies outside)."""
     sizes = np.diff(ref.item_offsets)[hits.gram]
     row = np.repeat(np.arange(len(hits.gram)), sizes)
     within = np.arange(len(row)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     item = ref.items[ref.item_offsets[hits.gram[row]] + within]
     doc, gram, first, last = hits.doc[row], hits.gram[row], hits.first[row], hits.last[row]
+    start, end = starts[row], ends[row]
     by_gram = np.lexsort((gram, item, doc))
     fresh = _group_starts(doc[by_gram], item[by_gram], gram[by_gram])
     pair_of_fresh = np.cumsum(_group_starts(doc[by_gram], item[by_gram])) - 1
     ngrams = np.bincount(pair_of_fresh[fresh]) if len(row) else np.zeros(0, dtype=np.int64)
     order = np.lexsort((last, first, item, doc))
     doc, item, first, last = doc[order], item[order], first[order], last[order]
+    start, end = start[order], end[order]
     pair_new = _group_starts(doc, item)
     span_new = pair_new.copy()
     if len(first):
         span_new[1:] |= first[1:] > last[:-1] + 1
     span_ids = np.cumsum(span_new) - 1
-    span_first = first[span_new]
-    span_last = np.zeros(int(span_new.sum()), dtype=np.int64)
-    np.maximum.at(span_last, span_ids, last)
+    # A text's word ends grow with the word: a span's end is its hits' largest.
+    span_end = np.zeros(int(span_new.sum()), dtype=np.int64)
+    np.maximum.at(span_end, span_ids, end)
     span_offsets = np.append(np.flatnonzero(pair_new[span_new]), span_new.sum()).astype(np.int64)
     return Matches(
         doc=doc[pair_new],
         item=item[pair_new],
         ngrams=ngrams.astype(np.int64),
         span_offsets=span_offsets,
-        starts=words.starts[span_first],
-        ends=words.ends[span_last],
+        starts=start[span_new].astype(np.int64),
+        ends=span_end,
     )
 
 

