@@ -9,7 +9,7 @@ import logging
 import time
 from typing import Any
 
-from neardup_spark.cli.options import add_column_options, add_output_options
+from neardup_spark.cli.options import add_column_options, add_master_options, add_output_options
 from neardup_spark.config.decontaminate import (
     DEFAULT_CUT_MARGIN,
     DEFAULT_MAX_NGRAM_DOCS,
@@ -98,7 +98,7 @@ def register(sub: Any) -> None:
         help="run the corpus pass in this process or as Spark jobs (default: in this process "
         "for local Parquet of up to 128 MB in local mode)",
     )
-    parser.add_argument("--master", help="Spark master URL (default local[*])")
+    add_master_options(parser)
     add_output_options(parser)
     parser.set_defaults(func=run_decontaminate_command)
 
@@ -136,7 +136,7 @@ def run_decontaminate_command(args: argparse.Namespace) -> int:
     load_reference(args.reference, config)
     list_input(None, args.input)
     started = time.perf_counter()
-    spark = build_session(SessionSettings(master=args.master) if args.master else None)
+    spark = build_session(SessionSettings(master=args.master, remote=args.remote))
     log.info("Spark started in %.1f s", time.perf_counter() - started)
     try:
         report = run_decontaminate(

@@ -68,12 +68,11 @@ from neardup_spark.pipeline.decontaminate_report import report_section
 from neardup_spark.pipeline.facts import engine_facts
 from neardup_spark.pipeline.plan import DRIVER, SPARK, Choice, mb
 from neardup_spark.pipeline.reporting import StageTimer
-from neardup_spark.runtime.spark_compat import to_arrow
+from neardup_spark.runtime.spark_compat import from_arrow, to_arrow
 from neardup_spark.stages.decontaminate import (
     GRAM_DOCS,
     contamination_hits,
     decontaminated,
-    documents,
     gram_docs,
     hit_matches_stage,
 )
@@ -152,7 +151,11 @@ def contaminated_ids(found: pa.Table) -> pa.Array:
 
 
 def driver_pass(
-    listed: ListedInput, ref: Reference, config: DecontaminateConfig, staged: OutputDir
+    listed: ListedInput,
+    ref: Reference,
+    config: DecontaminateConfig,
+    staged: OutputDir,
+    timer: StageTimer,
 ) -> PassResult:
     """Every step on this process's Arrow batches of the local Parquet corpus."""
     table = pq.read_table([local_path(f) for f in listed.files])
@@ -172,16 +175,19 @@ def driver_pass(
         pa.RecordBatch.from_pylist([], schema=table.schema)
     ]
     starts = np.cumsum([0] + [b.num_rows for b in batches])
-    hits = pa.Table.from_batches(
-        [
-            hit_rows(ref, b, start + np.arange(b.num_rows), config.id_col, config.text_col)
-            for b, start in zip(batches, starts.tolist(), strict=False)
-        ]
-    )
-    common = common_grams(hits, config.max_ngram_docs)
-    found = pa.Table.from_batches([hit_matches(ref, hits, common)])
-    os.makedirs(local_path(staged.child(MATCHES)), exist_ok=True)
-    pq.write_table(found, local_path(staged.child(f"{MATCHES}/part-00000.parquet")))
+    with timer.stage("hits"):
+        hits = pa.Table.from_batches(
+            [
+                hit_rows(ref, b, start + np.arange(b.num_rows), config.id_col, config.text_col)
+                for b, start in zip(batches, starts.tolist(), strict=False)
+            ]
+        )
+    with timer.stage("common"):
+        common = common_grams(hits, config.max_ngram_docs)
+    with timer.stage("matches"):
+        found = pa.Table.from_batches([hit_matches(ref, hits, common)])
+        os.makedirs(local_path(staged.child(MATCHES)), exist_ok=True)
+        pq.write_table(found, local_path(staged.child(f"{MATCHES}/part-00000.parquet")))
     clean = clean_rows_fn(
         kept_reference(ref, common),
         config.id_col,
@@ -193,9 +199,12 @@ def driver_pass(
     )
     os.makedirs(local_path(staged.child(CLEAN)), exist_ok=True)
     clean_rows = 0
-    with pq.ParquetWriter(
-        local_path(staged.child(f"{CLEAN}/part-00000.parquet")), table.schema
-    ) as w:
+    with (
+        timer.stage("clean"),
+        pq.ParquetWriter(
+            local_path(staged.child(f"{CLEAN}/part-00000.parquet")), table.schema
+        ) as w,
+    ):
         for batch in batches:  # written as cleaned: one batch's copy in memory at a time
             cleaned = clean(batch)
             clean_rows += cleaned.num_rows
@@ -209,19 +218,25 @@ def spark_pass(
     ref: Reference,
     config: DecontaminateConfig,
     staged: OutputDir,
+    timer: StageTimer,
 ) -> PassResult:
     """Every step as Spark jobs over the corpus ``df``: its texts tokenised once, into hit rows
     written under the staging directory; counts and matches from them; clean/ in a second
     read that tokenises only the contaminated documents' rows."""
-    df.transform(contamination_hits(ref, config.id_col, config.text_col)).write.parquet(
-        staged.child(HITS)
-    )
-    hits = spark.read.parquet(staged.child(HITS))
-    read = int(to_arrow(documents(hits)).column(ROWS)[0].as_py())
-    over = to_arrow(hits.transform(gram_docs).where(F.col(GRAM_DOCS) > config.max_ngram_docs))
-    common = np.sort(over.column(GRAM).to_numpy().astype(np.int64))
-    hits.transform(hit_matches_stage(ref, common)).write.parquet(staged.child(MATCHES))
-    found = to_arrow(spark.read.parquet(staged.child(MATCHES)))
+    with timer.stage("hits"):
+        hit_rows_df = df.transform(contamination_hits(ref, config.id_col, config.text_col))
+        hit_rows_df.write.parquet(staged.child(HITS))
+    with timer.stage("common"):
+        hits = spark.read.parquet(staged.child(HITS))
+        counted = hits.transform(gram_docs)
+        limit = config.max_ngram_docs
+        over = to_arrow(counted.where((F.col(GRAM_DOCS) > limit) | (F.col(GRAM) < 0)))
+        gram = over.column(GRAM).to_numpy()
+        read = int(np.sum(over.column(ROWS).to_numpy()[gram < 0]))
+        common = np.sort(gram[gram >= 0].astype(np.int64))
+    with timer.stage("matches"):
+        hits.transform(hit_matches_stage(ref, common)).write.parquet(staged.child(MATCHES))
+        found = to_arrow(spark.read.parquet(staged.child(MATCHES)))
     clean = decontaminated(
         kept_reference(ref, common),
         config.id_col,
@@ -229,10 +244,11 @@ def spark_pass(
         config.cut_spans,
         config.cut_margin,
         config.min_chars,
-        contaminated_ids(found),
+        from_arrow(spark, pa.table({DOC_ID: contaminated_ids(found)})),
     )
-    df.transform(clean).write.parquet(staged.child(CLEAN))
-    clean_rows = spark.read.parquet(staged.child(CLEAN)).count()
+    with timer.stage("clean"):
+        df.transform(clean).write.parquet(staged.child(CLEAN))
+        clean_rows = spark.read.parquet(staged.child(CLEAN)).count()
     return PassResult(read, len(common), clean_rows, found)
 
 
@@ -271,7 +287,7 @@ def run_decontaminate(
         staged = out.claim_staging(run_id)
         with timer.stage("corpus"):
             if choice.where == DRIVER:
-                result = driver_pass(listed, ref, config, staged)
+                result = driver_pass(listed, ref, config, staged, timer)
             else:
                 df, _ = read_corpus(spark, corpus, False, (config.id_col, config.text_col), listed)
                 check_columns(df, config.id_col, config.text_col)
@@ -279,7 +295,7 @@ def run_decontaminate(
                 check_text_type(
                     config.text_col, isinstance(text_type, T.StringType), text_type.simpleString()
                 )
-                result = spark_pass(spark, df, ref, config, staged)
+                result = spark_pass(spark, df, ref, config, staged, timer)
         report = {
             "neardup_spark_version": __version__,
             "run_id": run_id,

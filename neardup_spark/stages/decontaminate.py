@@ -35,7 +35,7 @@ from neardup_spark.batch.decontaminate import (
     SPANS,
     START,
     Reference,
-    clean_rows_fn,
+    clean_fn,
     hit_matches,
     hit_rows_fn,
 )
@@ -93,14 +93,11 @@ def contamination_hits(
 
 
 def gram_docs(hits: DataFrame) -> DataFrame:
-    """Hit rows -> ``gram``, ``docs``: the documents holding each gram found."""
-    found = hits.where(F.col(GRAM) >= 0)
-    return found.groupBy(GRAM).agg(F.countDistinct(ROW).alias(GRAM_DOCS))
-
-
-def documents(hits: DataFrame) -> DataFrame:
-    """Hit rows -> one row, ``rows``: the documents of the corpus pass."""
-    return hits.agg(F.coalesce(F.sum(ROWS), F.lit(0)).alias(ROWS))
+    """Hit rows -> ``gram``, ``docs`` (the documents holding each gram found), ``rows`` (0;
+    and for ``gram`` -1, the documents of the corpus pass): both in one aggregation."""
+    return hits.groupBy(GRAM).agg(
+        F.countDistinct(ROW).alias(GRAM_DOCS), F.sum(ROWS).cast("long").alias(ROWS)
+    )
 
 
 def hit_matches_stage(ref: Reference, dropped: np.ndarray) -> Callable[[DataFrame], DataFrame]:
@@ -121,6 +118,9 @@ def hit_matches_stage(ref: Reference, dropped: np.ndarray) -> Callable[[DataFram
     return transform
 
 
+SUSPECT = "_neardup_suspect"
+
+
 def decontaminated(
     ref: Reference,
     id_col: str,
@@ -128,16 +128,22 @@ def decontaminated(
     cut: bool,
     margin: int,
     min_chars: int,
-    contaminated: pa.Array,
+    suspects: DataFrame,
 ) -> Callable[[DataFrame], DataFrame]:
     """Corpus rows -> the same columns, without the contaminated documents; with ``cut``, their
     spans (widened by ``margin`` characters) cut from ``text_col`` and only the documents left
-    shorter than ``min_chars`` dropped. Only the rows whose id is among ``contaminated`` (the
-    matches' ids) are tokenised again
-    (:func:`~neardup_spark.batch.decontaminate.clean_rows_fn`)."""
+    shorter than ``min_chars`` dropped. ``suspects``: one column, the contaminated documents'
+    ids (small: broadcast). A row whose id is not among them passes as it is, without leaving
+    the JVM; the others are tokenised again and judged on their own text
+    (:func:`~neardup_spark.batch.decontaminate.clean_fn`), so a clean row sharing its id with a
+    contaminated one stays. Ids compare null-safe."""
 
     def transform(df: DataFrame) -> DataFrame:
-        clean = clean_rows_fn(ref, id_col, text_col, cut, margin, min_chars, contaminated)
-        return map_in_arrow(df, over_batches(clean), df.schema)
+        ids = F.broadcast(suspects.select(F.col(suspects.columns[0]).alias(SUSPECT)))
+        same = column(id_col).eqNullSafe(F.col(SUSPECT))
+        passed = df.join(ids, same, "left_anti")
+        judged = df.join(ids, same, "left_semi")
+        clean = clean_fn(ref, text_col, cut, margin, min_chars)
+        return passed.union(map_in_arrow(judged, over_batches(clean), df.schema))
 
     return transform
