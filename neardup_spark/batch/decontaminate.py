@@ -12,13 +12,15 @@ in ``mapInArrow``; a small run calls them here, on the same batches.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from neardup_spark.batch.input_reads import read_row_group
 from neardup_spark.kernels.contamination import (
     Hits,
     Matches,
@@ -125,6 +127,40 @@ def hit_rows_fn(
         return hit_rows(ref, batch, rows, id_col, text_col)
 
     return run
+
+
+# A local Parquet file's path, a row group's number in it, and the row key of its first row.
+KeyedRowGroup = tuple[str, int, int]
+# Row keys of row group g (in the order of all of them) start at g << ROW_GROUP_KEY_BITS.
+ROW_GROUP_KEY_BITS = 32
+
+
+def row_group_hits_fn(
+    ref: Reference,
+    tasks: Sequence[Sequence[KeyedRowGroup]],
+    columns: tuple[str, str],
+    id_type: pa.DataType,
+    batch_rows: int,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Task numbers -> the :func:`hit_rows` of those tasks' row groups, which the task reads
+    itself (the id and text ``columns`` only; ``doc_id`` cast to ``id_type``), each document
+    keyed by its row group's first key plus its row in it. Input column: a task's number."""
+
+    def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task in batch.column(0).to_pylist():
+                for path, group, base in tasks[task]:
+                    with pq.ParquetFile(path) as parquet:
+                        rows = read_row_group(parquet, path, group, columns)
+                    start = base
+                    for part in rows.to_batches(max_chunksize=batch_rows):
+                        keys = start + np.arange(part.num_rows, dtype=np.int64)
+                        start += part.num_rows
+                        found = hit_rows(ref, part, keys, columns[0], columns[1])
+                        ids = found.column(1).cast(id_type)
+                        yield found.set_column(1, pa.field(DOC_ID, id_type), ids)
+
+    return read
 
 
 def documents_of(hits: pa.Table) -> int:

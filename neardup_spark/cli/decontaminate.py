@@ -22,6 +22,7 @@ from neardup_spark.errors import EXIT_OK
 from neardup_spark.io.corpus import list_input
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.pipeline.decontaminate import load_reference, run_decontaminate
+from neardup_spark.report.decontaminate import write_decontamination_report
 from neardup_spark.runtime.session import build_session, stop_session
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,12 @@ def register(sub: Any) -> None:
         "for local Parquet of up to 128 MB in local mode)",
     )
     add_master_options(parser)
+    parser.add_argument(
+        "--no-report",
+        action="store_true",
+        help="do not write OUTPUT/report.html (items per benchmark, the largest matches in "
+        "context)",
+    )
     add_output_options(parser)
     parser.set_defaults(func=run_decontaminate_command)
 
@@ -152,4 +159,11 @@ def run_decontaminate_command(args: argparse.Namespace) -> int:
     finally:
         stop_session(spark)
     print("\n".join(summary_lines(report)))
+    if not args.no_report:
+        try:
+            path = write_decontamination_report(report["output"], args.input)
+        except Exception as exc:  # the run succeeded; a report problem must not fail it
+            log.warning("report.html not written (%s)", exc)
+        else:
+            print(f"report            {path}")
     return EXIT_OK

@@ -43,6 +43,7 @@ from neardup_spark.batch.decontaminate import (
     DOC_ID,
     GRAM,
     ROWS,
+    KeyedRowGroup,
     Reference,
     build_reference,
     clean_rows_fn,
@@ -65,6 +66,11 @@ from neardup_spark.io.output import REPORT_FILE, OutputDir, OutputLayout
 from neardup_spark.io.paths import is_local_path, local_path
 from neardup_spark.io.reference import ReferenceItems, read_reference
 from neardup_spark.pipeline.decontaminate_report import report_section
+from neardup_spark.pipeline.decontaminate_tasks import (
+    clean_in_tasks,
+    hits_in_tasks,
+    keyed_row_groups,
+)
 from neardup_spark.pipeline.facts import engine_facts
 from neardup_spark.pipeline.plan import DRIVER, SPARK, Choice, mb
 from neardup_spark.pipeline.reporting import StageTimer
@@ -85,6 +91,8 @@ HITS = "_hits"
 DECONTAMINATE_LAYOUT = OutputLayout(
     committed=(MATCHES, CLEAN, REPORT_FILE), kind="decontamination run"
 )
+# Tasks per core of a Spark pass whose tasks read the local Parquet row groups themselves.
+TASKS_PER_THREAD = 4
 # Rows per Arrow batch of the driver's pass (Spark's default maxRecordsPerBatch).
 DRIVER_BATCH_ROWS = 10_000
 
@@ -219,12 +227,17 @@ def spark_pass(
     config: DecontaminateConfig,
     staged: OutputDir,
     timer: StageTimer,
+    runs: list[list[KeyedRowGroup]] | None = None,
 ) -> PassResult:
     """Every step as Spark jobs over the corpus ``df``: its texts tokenised once, into hit rows
-    written under the staging directory; counts and matches from them; clean/ in a second
-    read that tokenises only the contaminated documents' rows."""
+    written under the staging directory (``runs``: row groups its tasks read themselves, else
+    ``df`` read by Spark); counts and matches from them; clean/ in a second read that
+    tokenises only the contaminated documents' rows."""
     with timer.stage("hits"):
-        hit_rows_df = df.transform(contamination_hits(ref, config.id_col, config.text_col))
+        if runs is None:
+            hit_rows_df = df.transform(contamination_hits(ref, config.id_col, config.text_col))
+        else:
+            hit_rows_df = hits_in_tasks(spark, df, ref, config, runs)
         hit_rows_df.write.parquet(staged.child(HITS))
     with timer.stage("common"):
         hits = spark.read.parquet(staged.child(HITS))
@@ -237,7 +250,7 @@ def spark_pass(
     with timer.stage("matches"):
         hits.transform(hit_matches_stage(ref, common)).write.parquet(staged.child(MATCHES))
         found = to_arrow(spark.read.parquet(staged.child(MATCHES)))
-    clean = decontaminated(
+    clean = decontaminated(  # (lazy: used when Spark reads the corpus)
         kept_reference(ref, common),
         config.id_col,
         config.text_col,
@@ -247,9 +260,46 @@ def spark_pass(
         from_arrow(spark, pa.table({DOC_ID: contaminated_ids(found)})),
     )
     with timer.stage("clean"):
-        df.transform(clean).write.parquet(staged.child(CLEAN))
-        clean_rows = spark.read.parquet(staged.child(CLEAN)).count()
+        if runs is None:
+            df.transform(clean).write.parquet(staged.child(CLEAN))
+            clean_rows = spark.read.parquet(staged.child(CLEAN)).count()
+        else:
+            kept = kept_reference(ref, common)
+            rows_fn = clean_rows_fn(
+                kept,
+                config.id_col,
+                config.text_col,
+                config.cut_spans,
+                config.cut_margin,
+                config.min_chars,
+                contaminated_ids(found),
+            )
+            clean_rows = clean_in_tasks(spark, runs, rows_fn, staged.child(CLEAN))
     return PassResult(read, len(common), clean_rows, found)
+
+
+def corpus_plan(
+    spark: SparkSession, listed: ListedInput, config: DecontaminateConfig, where: str | None
+) -> tuple[Choice, dict[str, dict[str, str]], list[list[KeyedRowGroup]] | None]:
+    """Where the corpus pass runs (``where``: given), the plan as report.json records it, and
+    for a Spark pass over local Parquet the row groups each task reads itself."""
+    threads = engine_facts(spark).local_threads
+    choice = decide_corpus_pass(listed, threads, config.driver_max_bytes)
+    if where is not None:
+        if where not in choice.feasible:
+            raise UserError(f"the corpus pass cannot run on the {where} here ({choice.why})")
+        choice = Choice(choice.step, where, "given", choice.feasible)
+    plan = {choice.step: {"where": choice.where, "why": choice.why}}
+    if choice.where != SPARK:
+        return choice, plan, None
+    if DRIVER in choice.feasible and config.task_reads:
+        runs, groups = keyed_row_groups(listed, TASKS_PER_THREAD * threads)
+        why = f"{len(groups):,} local Parquet row groups read by {len(runs)} tasks"
+        plan["hits"] = {"where": "tasks", "why": why}
+        return choice, plan, runs
+    why = "task_reads off" if DRIVER in choice.feasible else choice.why
+    plan["hits"] = {"where": SPARK, "why": why}
+    return choice, plan, None
 
 
 def run_decontaminate(
@@ -274,12 +324,8 @@ def run_decontaminate(
     with timer.stage("reference"):
         ref, items = load_reference(reference, config)
     listed = list_input(spark, corpus)
-    choice = decide_corpus_pass(listed, engine_facts(spark).local_threads, config.driver_max_bytes)
-    if where is not None:
-        if where not in choice.feasible:
-            raise UserError(f"the corpus pass cannot run on the {where} here ({choice.why})")
-        choice = Choice(choice.step, where, "given", choice.feasible)
-    log.info("plan: %s", choice)
+    choice, plan, runs = corpus_plan(spark, listed, config, where)
+    log.info("plan: %s", plan)
     out = OutputDir(spark, output, DECONTAMINATE_LAYOUT)
     with out.locked(lock_timeout):
         out.prepare(overwrite)
@@ -295,7 +341,7 @@ def run_decontaminate(
                 check_text_type(
                     config.text_col, isinstance(text_type, T.StringType), text_type.simpleString()
                 )
-                result = spark_pass(spark, df, ref, config, staged, timer)
+                result = spark_pass(spark, df, ref, config, staged, timer, runs)
         report = {
             "neardup_spark_version": __version__,
             "run_id": run_id,
@@ -303,7 +349,7 @@ def run_decontaminate(
             "reference": list(items.files),
             "output": out.path,
             "config": config.to_dict(),
-            "plan": {choice.step: {"where": choice.where, "why": choice.why}},
+            "plan": plan,
             **report_section(
                 result.matches, items, ref, result.documents, result.clean_rows, config
             ),

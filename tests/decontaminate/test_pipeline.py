@@ -4,7 +4,9 @@ dropped, and the driver and Spark passes writing the same outputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import html
 import json
 import random
 import textwrap
@@ -18,6 +20,7 @@ import pytest
 from neardup_spark.config.decontaminate import DecontaminateConfig
 from neardup_spark.errors import UserError
 from neardup_spark.pipeline.decontaminate import run_decontaminate
+from neardup_spark.report.decontaminate import write_decontamination_report
 from tests.decontaminate.oracle import oracle_spans
 from tests.spark_state import session_conf
 
@@ -155,6 +158,19 @@ def test_clean_and_report(driver_run, inputs):
     assert report["largest_matches"][0]["item_id"] in PLANTS
 
 
+def test_report_page(driver_run, inputs):
+    out = inputs["root"] / "out-driver"
+    path = write_decontamination_report(str(out))
+    page = (out / "report.html").read_text()
+    assert path.endswith("report.html") and page.startswith("<!DOCTYPE html>")
+    assert "HumanEval.jsonl.gz" in page and "custom/1" in page
+    top = driver_run["report"]["largest_matches"][0]
+    text = inputs["texts"][top["doc_id"]]
+    span = top["spans"][0]
+    marked = " ".join(text[span["start"] : span["end"]].split())
+    assert f"<mark>{html.escape(marked[:60])}" in page
+
+
 def test_driver_and_spark_passes_agree(driver_run, spark_run):
     assert spark_run["report"]["plan"]["corpus"]["where"] == "spark"
     assert spark_run["matches"] == driver_run["matches"]
@@ -222,20 +238,29 @@ def test_many_batches_and_repeated_ids_agree(spark, inputs, tmp_path, monkeypatc
     }
     outputs = {}
     with session_conf(spark, settings):
-        for where in ("driver", "spark"):
-            out = tmp_path / where
+        variants = {
+            "driver": ("driver", CONFIG),
+            "spark": ("spark", CONFIG),  # the tasks read the row groups themselves
+            "spark-reads": ("spark", dataclasses.replace(CONFIG, task_reads=False)),
+        }
+        for name, (where, config) in variants.items():
+            out = tmp_path / name
             report = run_decontaminate(
-                spark, str(root), [str(inputs["ref"])], str(out), CONFIG, where=where
+                spark, str(root), [str(inputs["ref"])], str(out), config, where=where
             )
             matches = pq.read_table(out / "matches").to_pylist()
             clean = pq.read_table(out / "clean").sort_by([("url", "ascending")]).to_pylist()
             key = lambda r: (r["doc_id"], r["item_id"], str(r["spans"]))  # noqa: E731
-            outputs[where] = (report, sorted(matches, key=key), clean)
-    (report, matches, clean), (s_report, s_matches, s_clean) = outputs["driver"], outputs["spark"]
-    assert s_report["plan"]["corpus"]["where"] == "spark"
-    assert s_matches == matches and s_clean == clean
-    for key in ("counts", "benchmarks", "documents_per_item", "largest_matches"):
-        assert s_report[key] == report[key]
+            outputs[name] = (report, sorted(matches, key=key), clean)
+    report, matches, clean = outputs["driver"]
+    assert outputs["spark"][0]["plan"]["hits"]["where"] == "tasks"
+    assert outputs["spark-reads"][0]["plan"]["hits"]["where"] == "spark"
+    for name in ("spark", "spark-reads"):
+        s_report, s_matches, s_clean = outputs[name]
+        assert s_report["plan"]["corpus"]["where"] == "spark"
+        assert s_matches == matches and s_clean == clean, name
+        for key in ("counts", "benchmarks", "documents_per_item", "largest_matches"):
+            assert s_report[key] == report[key], (name, key)
     contaminated = {*inputs["planted"], 290}
     assert [r["url"] for r in clean] == sorted(
         f"https://example.com/{i}" for i in range(N_DOCS) if i not in contaminated
