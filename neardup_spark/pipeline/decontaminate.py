@@ -89,7 +89,7 @@ MATCHES, CLEAN = "matches", "clean"
 # The hit rows of a Spark corpus pass, under the run's staging directory (not committed).
 HITS = "_hits"
 DECONTAMINATE_LAYOUT = OutputLayout(
-    committed=(MATCHES, CLEAN, REPORT_FILE), kind="decontamination run"
+    committed=(MATCHES, CLEAN, REPORT_FILE), extra=("report.html",), kind="decontamination run"
 )
 # Tasks per core of a Spark pass whose tasks read the local Parquet row groups themselves.
 TASKS_PER_THREAD = 4

@@ -171,6 +171,17 @@ def test_report_page(driver_run, inputs):
     assert f"<mark>{html.escape(marked[:60])}" in page
 
 
+def test_report_page_replaced_by_the_next_run(spark, inputs, tmp_path):
+    """report.html is the run's: an --overwrite run replaces it (not refused as foreign)."""
+    out = tmp_path / "out"
+    corpus, ref = str(inputs["root"] / "corpus.parquet"), [str(inputs["ref"])]
+    for _ in range(2):
+        run_decontaminate(spark, corpus, ref, str(out), CONFIG, overwrite=True, where="driver")
+        assert not (out / "report.html").exists()
+        write_decontamination_report(str(out))
+        assert (out / "report.html").exists()
+
+
 def test_driver_and_spark_passes_agree(driver_run, spark_run):
     assert spark_run["report"]["plan"]["corpus"]["where"] == "spark"
     assert spark_run["matches"] == driver_run["matches"]
