@@ -199,9 +199,13 @@ def test_cut_spans_agree(spark, inputs):
         min_chars=100,
     )
     driver = run(spark, inputs, "driver", "cut-driver", config)
-    on_spark = run(spark, inputs, "spark", "cut-spark", config)
-    assert driver["clean"].to_pylist() == on_spark["clean"].to_pylist()
-    assert driver["report"]["counts"] == on_spark["report"]["counts"]
+    on_spark = run(spark, inputs, "spark", "cut-spark", config)  # the tasks read and write
+    spark_reads = dataclasses.replace(config, task_reads=False)
+    on_jvm = run(spark, inputs, "spark", "cut-spark-reads", spark_reads)  # Spark reads
+    for other in (on_spark, on_jvm):
+        assert driver["clean"].to_pylist() == other["clean"].to_pylist()
+        assert driver["report"]["counts"] == other["report"]["counts"]
+    assert on_jvm["report"]["plan"]["hits"]["where"] == "spark"
     clean = {r["id"]: r["text"] for r in driver["clean"].to_pylist()}
     texts = inputs["texts"]
     for doc in inputs["planted"]:
