@@ -19,7 +19,7 @@ COMPAT_SPARK_spark4 := pyspark>=4,<5
 COMPAT_PYTHON_spark35 ?= $(firstword $(shell python3.10 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) $(PYTHON))
 COMPAT_PYTHON_spark4 ?= $(firstword $(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(PYTHON))
 
-.PHONY: help setup demo test test-extended test-all test-compat wheel wheel-check docs lock lint format bench bench-nightly bench-scale cluster-test eval-extract eval-boilerplate eval-removals eval-containment clean
+.PHONY: help setup demo test test-extended test-all test-compat wheel wheel-check docs lock lint format bench bench-nightly bench-scale bench-decontaminate cluster-test eval-extract eval-boilerplate eval-removals eval-containment clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -161,6 +161,11 @@ bench-nightly: $(STAMP)  ## only bench's nightly case: 10k new docs against inde
 SCALE_DOCS ?= 1000000,10000000
 bench-scale: $(STAMP)  ## 1M and 10M documents: time, memory, disk, shuffle, growth; at 1M also distributed components, 64 partitions, a 2-worker cluster, a resumed run (~2 h on 2 cores, ~60 GB of disk)
 	$(BIN)/neardup bench --docs $(SCALE_DOCS) --rows neardup-minhash,neardup-distributed-cc,neardup-64-partitions,neardup-standalone,neardup-resume --no-nightly --scale-metrics --timeout 7200 --workdir out/bench-scale
+
+# DECON_DOCS=100000 for a quicker run; the corpus is the main bench's (out/bench/corpora), reused.
+DECON_DOCS ?= 1000000
+bench-decontaminate: $(STAMP)  ## decontaminate (20,000 reference items) vs a dedupe's per-document pass on 1M generated docs; prints the ratio (target <= 1.5x)
+	$(BIN)/python -m neardup_spark.bench.decontaminate --docs $(DECON_DOCS)
 
 cluster-test: $(STAMP)  ## standalone master + 2 workers on 127.0.0.1, spark-submit the zipped job, compare with local mode (also part of make test-extended, which CI runs)
 	$(BIN)/python -m pytest -q -m slow tests/runtime/test_standalone_cluster.py

@@ -9,7 +9,7 @@ import logging
 import time
 from typing import Any
 
-from neardup_spark.cli.options import add_column_options, add_output_options
+from neardup_spark.cli.options import add_column_options, add_master_options, add_output_options
 from neardup_spark.config.decontaminate import (
     DEFAULT_CUT_MARGIN,
     DEFAULT_MAX_NGRAM_DOCS,
@@ -22,6 +22,7 @@ from neardup_spark.errors import EXIT_OK
 from neardup_spark.io.corpus import list_input
 from neardup_spark.io.lease import DEFAULT_LOCK_TIMEOUT
 from neardup_spark.pipeline.decontaminate import load_reference, run_decontaminate
+from neardup_spark.report.decontaminate import write_decontamination_report
 from neardup_spark.runtime.session import build_session, stop_session
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,13 @@ def register(sub: Any) -> None:
         help="run the corpus pass in this process or as Spark jobs (default: in this process "
         "for local Parquet of up to 128 MB in local mode)",
     )
-    parser.add_argument("--master", help="Spark master URL (default local[*])")
+    add_master_options(parser)
+    parser.add_argument(
+        "--no-report",
+        action="store_true",
+        help="do not write OUTPUT/report.html (items per benchmark, the largest matches in "
+        "context)",
+    )
     add_output_options(parser)
     parser.set_defaults(func=run_decontaminate_command)
 
@@ -136,7 +143,7 @@ def run_decontaminate_command(args: argparse.Namespace) -> int:
     load_reference(args.reference, config)
     list_input(None, args.input)
     started = time.perf_counter()
-    spark = build_session(SessionSettings(master=args.master) if args.master else None)
+    spark = build_session(SessionSettings(master=args.master, remote=args.remote))
     log.info("Spark started in %.1f s", time.perf_counter() - started)
     try:
         report = run_decontaminate(
@@ -152,4 +159,11 @@ def run_decontaminate_command(args: argparse.Namespace) -> int:
     finally:
         stop_session(spark)
     print("\n".join(summary_lines(report)))
+    if not args.no_report:
+        try:
+            path = write_decontamination_report(report["output"], args.input)
+        except Exception as exc:  # the run succeeded; a report problem must not fail it
+            log.warning("report.html not written (%s)", exc)
+        else:
+            print(f"report            {path}")
     return EXIT_OK

@@ -34,6 +34,9 @@ class DecontaminateConfig:
     min_chars: int = DEFAULT_MIN_CHARS
     # Local Parquet corpora up to this many bytes run in this process (0: always Spark).
     driver_max_bytes: int = 128 * 2**20
+    # The Spark pass over local Parquet files on this machine: its tasks read their row groups
+    # with PyArrow (False: Spark reads the corpus and hands its texts to Python).
+    task_reads: bool = True
 
     def __post_init__(self) -> None:
         for name, least in (

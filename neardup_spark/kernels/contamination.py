@@ -12,15 +12,23 @@ The reference is one sorted array of distinct gram hashes with, per gram, the it
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from neardup_spark.kernels.contamination_words import Words
-from neardup_spark.kernels.hashing import GOLDEN64, fmix64
+from neardup_spark.kernels.hashing import FMIX_C1, FMIX_C2, GOLDEN64, fmix64
+
+try:
+    from numba import njit
+except ImportError:  # pragma: no cover - numba is a pinned dependency
+    njit = None
 
 # Odd multiplier of the rolling combination of word hashes into a gram hash.
 GRAM_MULTIPLIER = np.uint64(0xD6E8FEB86659FD93)
+# The reference's filter: about this many slots per gram (a false positive in 1/16 lookups).
+FILTER_SLOTS_PER_GRAM = 16
 
 
 def gram_hashes(words: Words, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -62,6 +70,22 @@ class ReferenceGrams:
     items: np.ndarray
     lengths: tuple[int, ...]
     item_grams: np.ndarray
+
+    @functools.cached_property
+    def filter_bits(self) -> tuple[np.ndarray, int]:
+        """A one-bit-per-slot filter of the hashes (slot: the top bits of a hash), as a bool
+        array, and the shift that gives a hash's slot; built where it is first used (a task),
+        not shipped."""
+        bits = int(
+            np.clip(np.ceil(np.log2(max(len(self.hashes), 1) * FILTER_SLOTS_PER_GRAM)), 8, 28)
+        )
+        present = np.zeros(1 << bits, dtype=np.bool_)
+        present[self.hashes >> np.uint64(64 - bits)] = True
+        return present, 64 - bits
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (shipped to tasks) without the filter: each builds its own."""
+        return {k: v for k, v in self.__dict__.items() if k != "filter_bits"}
 
     def without(self, dropped: np.ndarray) -> ReferenceGrams:
         """These grams less ``dropped`` (hashes, any order): the common ones."""
@@ -128,20 +152,96 @@ class Hits:
     last: np.ndarray
 
 
+def _gram_hits(
+    doc_offsets: np.ndarray,
+    hashes: np.ndarray,
+    k: int,
+    power: np.uint64,
+    ref_hashes: np.ndarray,
+    present: np.ndarray,
+    shift: np.uint64,
+    out_first: np.ndarray,
+    out_at: np.ndarray,
+) -> int:
+    """The ``k``-grams of each text (:func:`gram_hashes`' hashes, rolled: ``power`` is
+    ``GRAM_MULTIPLIER ** (k - 1)``) found among the sorted ``ref_hashes``: their first words
+    into ``out_first``, their indices into ``out_at``; returns how many. A gram's slot in
+    ``present`` (its hash's top bits) is checked before the binary search."""
+    tag = np.uint64(k) * GOLDEN64
+    m = 0
+    n_ref = ref_hashes.shape[0]
+    for d in range(doc_offsets.shape[0] - 1):
+        a = doc_offsets[d]
+        b = doc_offsets[d + 1]
+        if b - a < k:
+            continue
+        acc = np.uint64(0)
+        for j in range(a, a + k):
+            acc = acc * GRAM_MULTIPLIER + hashes[j]
+        i = a
+        while True:
+            h = acc ^ tag
+            h ^= h >> np.uint64(33)
+            h *= FMIX_C1
+            h ^= h >> np.uint64(33)
+            h *= FMIX_C2
+            h ^= h >> np.uint64(33)
+            if present[h >> shift]:
+                lo = 0
+                hi = n_ref
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if ref_hashes[mid] < h:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < n_ref and ref_hashes[lo] == h:
+                    out_first[m] = i
+                    out_at[m] = lo
+                    m += 1
+            if i + k >= b:
+                break
+            acc = (acc - hashes[i] * power) * GRAM_MULTIPLIER + hashes[i + k]
+            i += 1
+    return m
+
+
+if njit is not None:
+    _gram_hits = njit(cache=True, nogil=True)(_gram_hits)
+
+
 def find_hits(words: Words, ref: ReferenceGrams) -> Hits:
-    """Every occurrence of a reference gram in the texts, in length order, then text order."""
-    parts = []
+    """Every occurrence of a reference gram in the texts, in length order, then text order
+    (one compiled pass per gram length: rolling hashes, a filter, then a binary search)."""
+    present, shift = ref.filter_bits
+    firsts, grams, lasts = [], [], []
     for k in ref.lengths:
-        first, hashes = gram_hashes(words, k)
-        at = np.searchsorted(ref.hashes, hashes)
-        found = at < len(ref.hashes)
-        found[found] = ref.hashes[at[found]] == hashes[found]
-        parts.append((first[found], at[found], k))
-    first = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-    gram = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-    last = first + np.concatenate([np.full(len(p[0]), p[2] - 1) for p in parts]) if parts else first
+        power = np.uint64(1)
+        with np.errstate(over="ignore"):
+            for _ in range(k - 1):
+                power = np.uint64(power * GRAM_MULTIPLIER)
+        size = max(len(words.hashes), 1)
+        first = np.empty(size, dtype=np.int64)
+        at = np.empty(size, dtype=np.int64)
+        m = _gram_hits(
+            words.doc_offsets,
+            words.hashes,
+            k,
+            power,
+            ref.hashes,
+            present,
+            np.uint64(shift),
+            first,
+            at,
+        )
+        firsts.append(first[:m])
+        grams.append(at[:m])
+        lasts.append(first[:m] + (k - 1))
+    first = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
+    gram = np.concatenate(grams) if grams else np.zeros(0, dtype=np.int64)
+    last = np.concatenate(lasts) if lasts else np.zeros(0, dtype=np.int64)
     doc = np.searchsorted(words.doc_offsets, first, side="right") - 1
-    return Hits(doc.astype(np.int64), gram.astype(np.int64), first, last.astype(np.int64))
+    return Hits(doc.astype(np.int64), gram, first, last)
 
 
 def distinct_doc_grams(hits: Hits) -> tuple[np.ndarray, np.ndarray]:
@@ -175,38 +275,48 @@ def _group_starts(*keys: np.ndarray) -> np.ndarray:
 
 
 def item_matches(words: Words, ref: ReferenceGrams, hits: Hits) -> Matches:
-    """The (text, item) matches of ``hits``. An item's grams all have one length, so its hits
-    in a text, ordered by first word, have ordered last words too; two merge into one span
-    when they overlap or are adjacent in words (the next begins at most one word after the
-    previous ends). A span runs from its first word's first kept character to its last word's
-    last kept character + 1 (stripped punctuation at either end lies outside)."""
+    """The (text, item) matches of ``hits`` in the texts of ``words``
+    (:func:`span_matches` with each hit's characters taken from its words)."""
+    return span_matches(ref, hits, words.starts[hits.first], words.ends[hits.last])
+
+
+def span_matches(ref: ReferenceGrams, hits: Hits, starts: np.ndarray, ends: np.ndarray) -> Matches:
+    """The (text, item) matches of ``hits`` (``doc``: any int64 key of a text), each hit with
+    the character ``starts`` of its first word and ``ends`` of its last. An item's grams all
+    have one length, so its hits in a text, ordered by first word, have ordered last words
+    too; two merge into one span when they overlap or are adjacent in words (the next begins at
+    most one word after the previous ends). A span runs from its first word's first kept
+    character to its last word's last kept character + 1 (stripped punctuation at either end
+    lies outside)."""
     sizes = np.diff(ref.item_offsets)[hits.gram]
     row = np.repeat(np.arange(len(hits.gram)), sizes)
     within = np.arange(len(row)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     item = ref.items[ref.item_offsets[hits.gram[row]] + within]
     doc, gram, first, last = hits.doc[row], hits.gram[row], hits.first[row], hits.last[row]
+    start, end = starts[row], ends[row]
     by_gram = np.lexsort((gram, item, doc))
     fresh = _group_starts(doc[by_gram], item[by_gram], gram[by_gram])
     pair_of_fresh = np.cumsum(_group_starts(doc[by_gram], item[by_gram])) - 1
     ngrams = np.bincount(pair_of_fresh[fresh]) if len(row) else np.zeros(0, dtype=np.int64)
     order = np.lexsort((last, first, item, doc))
     doc, item, first, last = doc[order], item[order], first[order], last[order]
+    start, end = start[order], end[order]
     pair_new = _group_starts(doc, item)
     span_new = pair_new.copy()
     if len(first):
         span_new[1:] |= first[1:] > last[:-1] + 1
     span_ids = np.cumsum(span_new) - 1
-    span_first = first[span_new]
-    span_last = np.zeros(int(span_new.sum()), dtype=np.int64)
-    np.maximum.at(span_last, span_ids, last)
+    # A text's word ends grow with the word: a span's end is its hits' largest.
+    span_end = np.zeros(int(span_new.sum()), dtype=np.int64)
+    np.maximum.at(span_end, span_ids, end)
     span_offsets = np.append(np.flatnonzero(pair_new[span_new]), span_new.sum()).astype(np.int64)
     return Matches(
         doc=doc[pair_new],
         item=item[pair_new],
         ngrams=ngrams.astype(np.int64),
         span_offsets=span_offsets,
-        starts=words.starts[span_first],
-        ends=words.ends[span_last],
+        starts=start[span_new].astype(np.int64),
+        ends=span_end,
     )
 
 

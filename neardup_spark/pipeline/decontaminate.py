@@ -6,10 +6,15 @@ functions of :mod:`neardup_spark.batch.decontaminate`, here on the driver's Arro
 Spark's ``mapInArrow``):
 
 1. ``reference``  the items read on the driver and their n-grams built (:mod:`..io.reference`);
-2. ``common``     the documents holding each reference n-gram counted over the corpus; those in
-                  more than ``max_ngram_docs`` are dropped from the reference;
-3. ``matches``    matches/: one row per (document, item) found, with merged spans;
-4. ``clean``      clean/: the corpus without the contaminated documents, or with their spans cut.
+2. ``hits``       the corpus's texts tokenised, once: one small row per occurrence of a
+                  reference n-gram in a document, keyed by a row key unique to the run, and the
+                  documents counted;
+3. ``common``     the documents holding each reference n-gram counted from the hits; those in
+                  more than ``max_ngram_docs`` are dropped;
+4. ``matches``    matches/: one row per (document, item) found, with merged spans, from the hits;
+5. ``clean``      clean/: the corpus without the contaminated documents, or with their spans cut;
+                  only the rows whose id is a contaminated document's are tokenised again (and
+                  judged on their own text, so repeated ids do no harm).
 
 Where the corpus pass runs is decided once (:func:`decide_corpus_pass`): in this process when
 the corpus is local Parquet in local mode within ``driver_max_bytes``, else as Spark jobs.
@@ -35,12 +40,17 @@ from pyspark.sql import types as T
 
 from neardup_spark import __version__
 from neardup_spark.batch.decontaminate import (
+    DOC_ID,
     GRAM,
+    ROWS,
+    KeyedRowGroup,
     Reference,
     build_reference,
-    clean_fn,
-    gram_docs_fn,
-    matches_fn,
+    clean_rows_fn,
+    common_grams,
+    documents_of,
+    hit_matches,
+    hit_rows,
 )
 from neardup_spark.config.decontaminate import DecontaminateConfig
 from neardup_spark.errors import UserError
@@ -56,23 +66,33 @@ from neardup_spark.io.output import REPORT_FILE, OutputDir, OutputLayout
 from neardup_spark.io.paths import is_local_path, local_path
 from neardup_spark.io.reference import ReferenceItems, read_reference
 from neardup_spark.pipeline.decontaminate_report import report_section
+from neardup_spark.pipeline.decontaminate_tasks import (
+    clean_in_tasks,
+    hits_in_tasks,
+    keyed_row_groups,
+)
 from neardup_spark.pipeline.facts import engine_facts
 from neardup_spark.pipeline.plan import DRIVER, SPARK, Choice, mb
 from neardup_spark.pipeline.reporting import StageTimer
-from neardup_spark.runtime.spark_compat import to_arrow
+from neardup_spark.runtime.spark_compat import from_arrow, to_arrow
 from neardup_spark.stages.decontaminate import (
     GRAM_DOCS,
-    contamination_matches,
+    contamination_hits,
     decontaminated,
-    reference_gram_docs,
+    gram_docs,
+    hit_matches_stage,
 )
 
 log = logging.getLogger(__name__)
 
 MATCHES, CLEAN = "matches", "clean"
+# The hit rows of a Spark corpus pass, under the run's staging directory (not committed).
+HITS = "_hits"
 DECONTAMINATE_LAYOUT = OutputLayout(
-    committed=(MATCHES, CLEAN, REPORT_FILE), kind="decontamination run"
+    committed=(MATCHES, CLEAN, REPORT_FILE), extra=("report.html",), kind="decontamination run"
 )
+# Tasks per core of a Spark pass whose tasks read the local Parquet row groups themselves.
+TASKS_PER_THREAD = 4
 # Rows per Arrow batch of the driver's pass (Spark's default maxRecordsPerBatch).
 DRIVER_BATCH_ROWS = 10_000
 
@@ -128,14 +148,22 @@ class PassResult:
     matches: pa.Table
 
 
-def common_grams(counts: pa.Table, limit: int) -> np.ndarray:
-    """The grams (uint64) of a ``gram`` column held by more than ``limit`` documents."""
-    docs = counts.column(GRAM_DOCS).to_numpy()
-    return counts.column(GRAM).to_numpy()[docs > limit].view(np.uint64)
+def kept_reference(ref: Reference, common: np.ndarray) -> Reference:
+    """``ref`` without its ``common`` grams (reference indices)."""
+    return Reference(ref.grams.without(ref.grams.hashes[common]), ref.item_ids, ref.benchmarks)
+
+
+def contaminated_ids(found: pa.Table) -> pa.Array:
+    """The distinct ids of matches/'s documents."""
+    return pc.unique(found.column(DOC_ID).combine_chunks())
 
 
 def driver_pass(
-    listed: ListedInput, ref: Reference, config: DecontaminateConfig, staged: OutputDir
+    listed: ListedInput,
+    ref: Reference,
+    config: DecontaminateConfig,
+    staged: OutputDir,
+    timer: StageTimer,
 ) -> PassResult:
     """Every step on this process's Arrow batches of the local Parquet corpus."""
     table = pq.read_table([local_path(f) for f in listed.files])
@@ -154,28 +182,42 @@ def driver_pass(
     batches = table.to_batches(max_chunksize=DRIVER_BATCH_ROWS) or [
         pa.RecordBatch.from_pylist([], schema=table.schema)
     ]
-    held = [gram_docs_fn(ref, config.text_col)(b) for b in batches]
-    grams = pa.Table.from_batches(held, schema=pa.schema([(GRAM, pa.int64())]))
-    counted = pc.value_counts(grams.column(GRAM).combine_chunks())
-    counts = pa.table({GRAM: counted.field("values"), GRAM_DOCS: counted.field("counts")})
-    common = common_grams(counts, config.max_ngram_docs)
-    kept = Reference(ref.grams.without(common), ref.item_ids, ref.benchmarks)
-    found = pa.Table.from_batches(
-        [matches_fn(kept, config.id_col, config.text_col)(b) for b in batches]
+    starts = np.cumsum([0] + [b.num_rows for b in batches])
+    with timer.stage("hits"):
+        hits = pa.Table.from_batches(
+            [
+                hit_rows(ref, b, start + np.arange(b.num_rows), config.id_col, config.text_col)
+                for b, start in zip(batches, starts.tolist(), strict=False)
+            ]
+        )
+    with timer.stage("common"):
+        common = common_grams(hits, config.max_ngram_docs)
+    with timer.stage("matches"):
+        found = pa.Table.from_batches([hit_matches(ref, hits, common)])
+        os.makedirs(local_path(staged.child(MATCHES)), exist_ok=True)
+        pq.write_table(found, local_path(staged.child(f"{MATCHES}/part-00000.parquet")))
+    clean = clean_rows_fn(
+        kept_reference(ref, common),
+        config.id_col,
+        config.text_col,
+        config.cut_spans,
+        config.cut_margin,
+        config.min_chars,
+        contaminated_ids(found),
     )
-    os.makedirs(local_path(staged.child(MATCHES)), exist_ok=True)
-    pq.write_table(found, local_path(staged.child(f"{MATCHES}/part-00000.parquet")))
-    clean = clean_fn(kept, config.text_col, config.cut_spans, config.cut_margin, config.min_chars)
     os.makedirs(local_path(staged.child(CLEAN)), exist_ok=True)
     clean_rows = 0
-    with pq.ParquetWriter(
-        local_path(staged.child(f"{CLEAN}/part-00000.parquet")), table.schema
-    ) as w:
+    with (
+        timer.stage("clean"),
+        pq.ParquetWriter(
+            local_path(staged.child(f"{CLEAN}/part-00000.parquet")), table.schema
+        ) as w,
+    ):
         for batch in batches:  # written as cleaned: one batch's copy in memory at a time
             cleaned = clean(batch)
             clean_rows += cleaned.num_rows
             w.write_batch(cleaned)
-    return PassResult(table.num_rows, len(common), clean_rows, found)
+    return PassResult(documents_of(hits), len(common), clean_rows, found)
 
 
 def spark_pass(
@@ -184,22 +226,80 @@ def spark_pass(
     ref: Reference,
     config: DecontaminateConfig,
     staged: OutputDir,
+    timer: StageTimer,
+    runs: list[list[KeyedRowGroup]] | None = None,
 ) -> PassResult:
-    """Every step as Spark jobs over the corpus ``df``."""
-    counts = df.transform(reference_gram_docs(ref, config.text_col))
-    over = to_arrow(counts.where(F.col(GRAM_DOCS) > config.max_ngram_docs))
-    common = common_grams(over, config.max_ngram_docs)
-    kept = Reference(ref.grams.without(common), ref.item_ids, ref.benchmarks)
-    df.transform(contamination_matches(kept, config.id_col, config.text_col)).write.parquet(
-        staged.child(MATCHES)
+    """Every step as Spark jobs over the corpus ``df``: its texts tokenised once, into hit rows
+    written under the staging directory (``runs``: row groups its tasks read themselves, else
+    ``df`` read by Spark); counts and matches from them; clean/ in a second read that
+    tokenises only the contaminated documents' rows."""
+    with timer.stage("hits"):
+        if runs is None:
+            hit_rows_df = df.transform(contamination_hits(ref, config.id_col, config.text_col))
+        else:
+            hit_rows_df = hits_in_tasks(spark, df, ref, config, runs)
+        hit_rows_df.write.parquet(staged.child(HITS))
+    with timer.stage("common"):
+        hits = spark.read.parquet(staged.child(HITS))
+        counted = hits.transform(gram_docs)
+        limit = config.max_ngram_docs
+        over = to_arrow(counted.where((F.col(GRAM_DOCS) > limit) | (F.col(GRAM) < 0)))
+        gram = over.column(GRAM).to_numpy()
+        read = int(np.sum(over.column(ROWS).to_numpy()[gram < 0]))
+        common = np.sort(gram[gram >= 0].astype(np.int64))
+    with timer.stage("matches"):
+        hits.transform(hit_matches_stage(ref, common)).write.parquet(staged.child(MATCHES))
+        found = to_arrow(spark.read.parquet(staged.child(MATCHES)))
+    clean = decontaminated(  # (lazy: used when Spark reads the corpus)
+        kept_reference(ref, common),
+        config.id_col,
+        config.text_col,
+        config.cut_spans,
+        config.cut_margin,
+        config.min_chars,
+        from_arrow(spark, pa.table({DOC_ID: contaminated_ids(found)})),
     )
-    clean = decontaminated(
-        kept, config.text_col, config.cut_spans, config.cut_margin, config.min_chars
-    )
-    df.transform(clean).write.parquet(staged.child(CLEAN))
-    found = to_arrow(spark.read.parquet(staged.child(MATCHES)))
-    clean_rows = spark.read.parquet(staged.child(CLEAN)).count()
-    return PassResult(df.count(), len(common), clean_rows, found)
+    with timer.stage("clean"):
+        if runs is None:
+            df.transform(clean).write.parquet(staged.child(CLEAN))
+            clean_rows = spark.read.parquet(staged.child(CLEAN)).count()
+        else:
+            kept = kept_reference(ref, common)
+            rows_fn = clean_rows_fn(
+                kept,
+                config.id_col,
+                config.text_col,
+                config.cut_spans,
+                config.cut_margin,
+                config.min_chars,
+                contaminated_ids(found),
+            )
+            clean_rows = clean_in_tasks(spark, runs, rows_fn, staged.child(CLEAN))
+    return PassResult(read, len(common), clean_rows, found)
+
+
+def corpus_plan(
+    spark: SparkSession, listed: ListedInput, config: DecontaminateConfig, where: str | None
+) -> tuple[Choice, dict[str, dict[str, str]], list[list[KeyedRowGroup]] | None]:
+    """Where the corpus pass runs (``where``: given), the plan as report.json records it, and
+    for a Spark pass over local Parquet the row groups each task reads itself."""
+    threads = engine_facts(spark).local_threads
+    choice = decide_corpus_pass(listed, threads, config.driver_max_bytes)
+    if where is not None:
+        if where not in choice.feasible:
+            raise UserError(f"the corpus pass cannot run on the {where} here ({choice.why})")
+        choice = Choice(choice.step, where, "given", choice.feasible)
+    plan = {choice.step: {"where": choice.where, "why": choice.why}}
+    if choice.where != SPARK:
+        return choice, plan, None
+    if DRIVER in choice.feasible and config.task_reads:
+        runs, groups = keyed_row_groups(listed, TASKS_PER_THREAD * threads)
+        why = f"{len(groups):,} local Parquet row groups read by {len(runs)} tasks"
+        plan["hits"] = {"where": "tasks", "why": why}
+        return choice, plan, runs
+    why = "task_reads off" if DRIVER in choice.feasible else choice.why
+    plan["hits"] = {"where": SPARK, "why": why}
+    return choice, plan, None
 
 
 def run_decontaminate(
@@ -224,12 +324,8 @@ def run_decontaminate(
     with timer.stage("reference"):
         ref, items = load_reference(reference, config)
     listed = list_input(spark, corpus)
-    choice = decide_corpus_pass(listed, engine_facts(spark).local_threads, config.driver_max_bytes)
-    if where is not None:
-        if where not in choice.feasible:
-            raise UserError(f"the corpus pass cannot run on the {where} here ({choice.why})")
-        choice = Choice(choice.step, where, "given", choice.feasible)
-    log.info("plan: %s", choice)
+    choice, plan, runs = corpus_plan(spark, listed, config, where)
+    log.info("plan: %s", plan)
     out = OutputDir(spark, output, DECONTAMINATE_LAYOUT)
     with out.locked(lock_timeout):
         out.prepare(overwrite)
@@ -237,7 +333,7 @@ def run_decontaminate(
         staged = out.claim_staging(run_id)
         with timer.stage("corpus"):
             if choice.where == DRIVER:
-                result = driver_pass(listed, ref, config, staged)
+                result = driver_pass(listed, ref, config, staged, timer)
             else:
                 df, _ = read_corpus(spark, corpus, False, (config.id_col, config.text_col), listed)
                 check_columns(df, config.id_col, config.text_col)
@@ -245,7 +341,7 @@ def run_decontaminate(
                 check_text_type(
                     config.text_col, isinstance(text_type, T.StringType), text_type.simpleString()
                 )
-                result = spark_pass(spark, df, ref, config, staged)
+                result = spark_pass(spark, df, ref, config, staged, timer, runs)
         report = {
             "neardup_spark_version": __version__,
             "run_id": run_id,
@@ -253,7 +349,7 @@ def run_decontaminate(
             "reference": list(items.files),
             "output": out.path,
             "config": config.to_dict(),
-            "plan": {choice.step: {"where": choice.where, "why": choice.why}},
+            "plan": plan,
             **report_section(
                 result.matches, items, ref, result.documents, result.clean_rows, config
             ),

