@@ -232,8 +232,7 @@ class Index:
         storage = storage_for(spark, root)
         manifest = read_manifest(storage, root)
         pointer = storage.read_text(join(root, CURRENT_FILE))
-        stale = manifest is not None and (pointer or "").strip() != manifest["name"]
-        if stale and not read_only:
+        if manifest is not None and (pointer or "").strip() != manifest["name"] and not read_only:
             try:  # a hint only: the log entry is the commit
                 storage.replace_text(join(root, CURRENT_FILE), manifest["name"] + "\n")
             except Exception as exc:  # a read-only reader, a run replacing it meanwhile

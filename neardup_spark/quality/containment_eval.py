@@ -106,7 +106,9 @@ def score_containment(
     clusters = pq.read_table(out / "clusters", columns=["doc_id", "cluster_id"])
     kept_of = dict(zip(*(c.to_pylist() for c in clusters.columns), strict=True))
     removed = [(at[d], at[k]) for d, k in kept_of.items() if d != k]
-    held = [value.get(tuple(sorted(p)), 0.0) >= t and sizes[p[0]] <= sizes[p[1]] for p in removed]
+    held = [
+        value.get((min(d, k), max(d, k)), 0.0) >= t and sizes[d] <= sizes[k] for d, k in removed
+    ]
     kept = np.array([kept_of[doc] == doc for doc in ids])
     strong = (contained >= t + 0.05) & kept[i] & kept[j]
     return {

@@ -57,7 +57,9 @@ def span_snippet(text: str, start: int, end: int) -> str:
     return f"{lead}{_e(before)}{gap_before}<mark>{_e(inside)}</mark>{gap_after}{_e(after)}{tail}"
 
 
-def _table(header: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+def _table(
+    header: list[str], rows: list[list[str]], numeric: frozenset[int] | set[int] = frozenset()
+) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join(
         "<tr>"
