@@ -60,7 +60,12 @@ def kept_pairs(members: pa.Table, config: DedupeConfig) -> tuple[pa.Table, int, 
     # a member is taken as removed at the threshold's Jaccard, which implies its containment)
     pair_bound = estimate_bounds(config.jaccard_floor, config.num_perm)[0]
     removal_bound = estimate_bounds(config.threshold, config.num_perm)[1]
-    found = bucket_kept_pairs(starts, sketches, config.bucket_kept_max, pair_bound, removal_bound)
+    sizes, containment = None, 0.0
+    if config.similarity == "containment":  # each pair's bound by its two sets' sizes
+        sizes, containment = ordered.column(N_SHINGLES).to_numpy(), float(config.threshold)
+    found = bucket_kept_pairs(
+        starts, sketches, config.bucket_kept_max, pair_bound, removal_bound, sizes, containment
+    )
     doc_a, doc_b = ids.take(pa.array(found.left)), ids.take(pa.array(found.right))
     distinct = pc.not_equal(doc_a, doc_b)  # a 64-bit key collision across two bands
     pairs = pa.table({DOC_A: doc_a.filter(distinct), DOC_B: doc_b.filter(distinct)})

@@ -74,8 +74,33 @@ def _grown(values: np.ndarray, size: int) -> np.ndarray:
     return bigger
 
 
+def containment_min_equal(small: float, large: float, threshold: float, values: int) -> int:
+    """The fewest equal values of ``values`` MinHash values (or shared one-value bands) a pair
+    of sets of ``small`` and ``large`` elements shows when the smaller is contained in the
+    larger at ``threshold``: its Jaccard is at least ``J = t s / (s + l - t s)``, and the count
+    is binomial, so ``values J - 3 sqrt(values J (1 - J))``, at least 1 (a pair at the bound is
+    dropped with probability ~0.13 %).
+
+    >>> containment_min_equal(100, 100, 0.8, 200), containment_min_equal(10, 200, 0.8, 200)
+    (113, 1)
+    """
+    if small > large:
+        small, large = large, small
+    if small <= 0:
+        return 1
+    least = threshold * small / (small + large - threshold * small)
+    mean = values * least
+    return max(1, math.floor(mean - 3.0 * math.sqrt(mean * (1.0 - least))))
+
+
 def _greedy(
-    starts: np.ndarray, sketches: np.ndarray, kept_max: int, pair_min: int, removal_min: int
+    starts: np.ndarray,
+    sketches: np.ndarray,
+    kept_max: int,
+    pair_min: int,
+    removal_min: int,
+    sizes: np.ndarray,
+    containment: float,
 ) -> tuple[np.ndarray, np.ndarray, int, int, int]:
     n, width = sketches.shape
     left = np.empty(max(16, n), np.int64)
@@ -96,7 +121,11 @@ def _greedy(
                 for col in range(width):
                     if sketches[member, col] == sketches[other, col]:
                         equal += 1
-                if equal >= pair_min:
+                least = pair_min
+                if containment > 0.0:  # the pair's own bound, by the two sets' sizes
+                    small, large = sizes[member], sizes[other]
+                    least = _containment_min_compiled(small, large, containment, width)
+                if equal >= least:
                     if found == left.size:
                         left = _grown_compiled(left, found)
                         right = _grown_compiled(right, found)
@@ -113,9 +142,11 @@ def _greedy(
 
 
 if njit is not None:
+    _containment_min_compiled = njit(cache=True, inline="always")(containment_min_equal)
     _grown_compiled = njit(cache=True)(_grown)
     _greedy_compiled = njit(cache=True, nogil=True)(_greedy)
 else:  # pragma: no cover
+    _containment_min_compiled = containment_min_equal
     _grown_compiled = _grown
     _greedy_compiled = _greedy
 
@@ -126,11 +157,15 @@ def bucket_kept_pairs(
     kept_max: int,
     pair_bound: float,
     removal_bound: float,
+    sizes: np.ndarray | None = None,
+    containment: float = 0.0,
 ) -> KeptPairs:
     """Buckets' sketch rows (bucket ``i`` is rows ``starts[i]`` up to ``starts[i + 1]``, in keep
     order) -> the candidate pairs of the greedy (module docstring): ``(left, right)`` row
     numbers, ``left`` a bucket-kept member before ``right``; each member compared with at most
-    ``kept_max`` bucket-kept members (the first), the comparisons beyond counted as skipped."""
+    ``kept_max`` bucket-kept members (the first), the comparisons beyond counted as skipped.
+    ``containment`` (> 0, with each row's set ``sizes``): a pair is proposed from its own
+    :func:`containment_min_equal`, not ``pair_bound``."""
     sketches = np.ascontiguousarray(sketches)
     width = sketches.shape[1] if sketches.ndim == 2 else 0
     if sketches.shape[0] == 0 or width == 0:
@@ -138,7 +173,14 @@ def bucket_kept_pairs(
         return KeptPairs(empty, empty, 0, 0)
     pair_min = math.ceil(pair_bound * width - 1e-9)
     removal_min = math.ceil(removal_bound * width - 1e-9)
+    sized = np.zeros(sketches.shape[0], np.int64) if sizes is None else np.asarray(sizes, np.int64)
     left, right, comparisons, skipped, _ = _greedy_compiled(
-        np.asarray(starts, np.int64), sketches, int(kept_max), pair_min, removal_min
+        np.asarray(starts, np.int64),
+        sketches,
+        int(kept_max),
+        pair_min,
+        removal_min,
+        sized,
+        float(containment if sizes is not None else 0.0),
     )
     return KeptPairs(left.copy(), right.copy(), int(comparisons), int(skipped))

@@ -121,3 +121,19 @@ def test_the_kernel_is_the_brute_force_greedy(case):
     pairs, comparisons, skipped = brute_force(starts, sketches, cap, 0.5, 0.75)
     assert list(zip(found.left.tolist(), found.right.tolist(), strict=True)) == pairs
     assert (found.comparisons, found.skipped) == (comparisons, skipped)
+
+
+def test_containment_bounds_each_pair_by_its_sizes():
+    """Under containment a comparison proposes a pair from the equal values a pair contained at
+    the threshold shows for its two sizes: a small set inside a large one with few equal
+    values is proposed, two equal-sized sets with as few are not."""
+    rng = np.random.default_rng(3)
+    sketches = rng.integers(0, 2**32, (3, 200), dtype=np.uint32)
+    sketches[1, :12] = sketches[0, :12]  # 12 equal values with the first row
+    sketches[2, :12] = sketches[0, :12]
+    sizes = np.array([2000, 100, 2000])  # row 1 is 20x smaller than row 0, row 2 as large
+    found = bucket_kept_pairs(np.array([0]), sketches, 100, 0.0, 0.8, sizes, 0.8)
+    # (0, 1) and (1, 2): a small set in a large one; not (0, 2), alike in size
+    assert (found.left.tolist(), found.right.tolist()) == ([0, 1], [1, 2])
+    plain = bucket_kept_pairs(np.array([0]), sketches, 100, 0.0, 0.8)
+    assert len(plain.left) == 3  # without sizes every comparison reaches a bound of 0
