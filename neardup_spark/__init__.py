@@ -5,6 +5,6 @@ Pure kernels live in :mod:`neardup_spark.kernels` (NumPy, no Spark); Spark stage
 """
 
 # The package version (pyproject.toml reads it); CHANGELOG.md says what each one changed.
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 __all__ = ["__version__"]
