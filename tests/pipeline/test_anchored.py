@@ -20,9 +20,9 @@ THRESHOLD = 0.8
 PLACES = {
     "driver": placed(components="driver"),
     "single_task": placed(pairs="spark", components="single_task"),
-    # every document decided in rounds of Spark jobs (no edge left for one task)
+    # documents decided in rounds of Spark jobs until 100 edges are left, one task the rest
     "distributed": ExecutionSettings(
-        plan={"components": "distributed"}, components_single_task_max_edges=0
+        plan={"components": "distributed"}, components_single_task_max_edges=100
     ),
 }
 
@@ -57,9 +57,9 @@ def runs(spark, chains):
             found[prefer, name] = (outcome(result), result.report["counts"])
             rounds[prefer, name] = result.report["components"].get("greedy_rounds")
             result.release()
-    # The rounds decided every document (chains take several; a bound and the one task that
-    # finishes after it: tests/pipeline/test_anchored_rounds.py).
-    assert all(rounds[prefer, "distributed"] > 2 for prefer in (None, "night desc")), rounds
+    # Rounds decided documents, one task the rest (every document in rounds, and a bound on
+    # them: tests/pipeline/test_anchored_rounds.py).
+    assert all(rounds[prefer, "distributed"] >= 1 for prefer in (None, "night desc")), rounds
     return found
 
 
