@@ -66,7 +66,10 @@ def kept_pairs(members: pa.Table, config: DedupeConfig) -> tuple[pa.Table, int, 
     found = bucket_kept_pairs(
         starts, sketches, config.bucket_kept_max, pair_bound, removal_bound, sizes, containment
     )
-    doc_a, doc_b = ids.take(pa.array(found.left)), ids.take(pa.array(found.right))
+    left, right = ids.take(pa.array(found.left)), ids.take(pa.array(found.right))
+    # doc_a < doc_b: under containment the keep order is by size, not by id
+    first = pc.less(left, right)
+    doc_a, doc_b = pc.if_else(first, left, right), pc.if_else(first, right, left)
     distinct = pc.not_equal(doc_a, doc_b)  # a 64-bit key collision across two bands
     pairs = pa.table({DOC_A: doc_a.filter(distinct), DOC_B: doc_b.filter(distinct)})
     return pairs, found.comparisons, found.skipped

@@ -133,3 +133,27 @@ def test_a_chain_of_revisions_and_a_preferred_copy():
     # c's exact pair with c2 is its group's (c is the smallest id), b's pair with a the near
     # edge: nothing to add.
     assert added.num_rows == 0
+
+
+def test_large_bucket_pairs_keep_doc_a_before_doc_b_under_containment():
+    """Under containment a bucket's members go largest first: its pairs still name the
+    smaller id first (the output contract), so no pair is listed twice."""
+    import numpy as np
+
+    from neardup_spark.batch.bucket_kept import kept_pairs
+    from neardup_spark.config import build_config
+
+    sketch = np.arange(200, dtype=np.uint32).tobytes()
+    members = pa.table(
+        {
+            "band_key": pa.array([7, 7, 7], pa.int64()),
+            "doc_id": ["a", "b", "c"],
+            "sketch": pa.array([sketch] * 3, pa.binary()),
+            "n_shingles": pa.array([10, 50, 30], pa.int32()),  # "b" the largest: kept first
+        }
+    )
+    config = build_config(options={"similarity": "containment"})
+    pairs, _, _ = kept_pairs(members, config)
+    doc_a, doc_b = pairs.column("doc_a").to_pylist(), pairs.column("doc_b").to_pylist()
+    rows = list(zip(doc_a, doc_b, strict=True))
+    assert sorted(rows) == [("a", "b"), ("b", "c")]
